@@ -1,0 +1,32 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-slow lint bench clean check-java
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { echo "cdcnorm needs Java 17+ (Spark runs on the JVM): install a JDK, e.g. 'apt-get install openjdk-17-jre-headless'."; exit 1; }
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+demo: check-java $(STAMP)
+	rm -rf demo-lake
+	$(VENV)/bin/cdcnorm normalize samples/datastream --lake demo-lake --vendor datastream
+
+test: check-java $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
+test-slow: check-java $(STAMP)
+	$(PY) -m pytest -q -m slow
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests
+
+clean:
+	rm -rf $(VENV) demo-lake build dist

@@ -1,0 +1,25 @@
+"""cdcnorm: turn several vendors' change-data-capture output into one canonical change record on Spark."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("cdcnorm")
+except PackageNotFoundError:  # running from a source tree
+    __version__ = "0.0.0+local"
+
+__all__ = ["__version__", "normalize", "read_changes", "read_quarantine", "read_schemas"]
+
+
+def __getattr__(name: str):
+    # Lazy: `import cdcnorm` must not start importing pyspark for `cdcnorm --version`.
+    if name == "normalize":
+        from cdcnorm.pipeline import normalize
+
+        return normalize
+    if name in ("read_changes", "read_quarantine", "read_schemas"):
+        from cdcnorm import lake
+
+        return getattr(lake, name)
+    raise AttributeError(name)

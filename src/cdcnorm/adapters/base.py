@@ -1,0 +1,100 @@
+"""What an adapter is: a mostly declarative decoder from one vendor's records to canonical rows.
+
+An adapter decodes one input record at a time in pure Python (orjson / fastavro) inside `mapInArrow` on the
+executors, writing outcomes into a :class:`~cdcnorm.canonical.emit.BatchBuilder`. Steps that need several
+records (pairing update halves, linking a key-change pair) are Spark operations in :meth:`Adapter.post_process`.
+
+How to write one:
+
+1. Subclass :class:`Adapter`, set `name`, `formats` and an `Options` pydantic model (extra="forbid").
+2. Implement :meth:`Adapter.read_file` for file containers and :meth:`Adapter.decode_message` for a
+   raw-message DataFrame (Spark's Kafka source shape); both call `out.begin_record(...)` then emit.
+3. Implement :meth:`Adapter.sniff` so `--vendor` can be omitted.
+4. Register it with one line in `cdcnorm/adapters/__init__.py`, add `samples/<vendor>/` and a test module that
+   inherits the contract suite in `tests/contract.py`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+from pyspark.sql import DataFrame, SparkSession
+
+from cdcnorm.canonical.emit import BatchBuilder
+
+if TYPE_CHECKING:
+    from cdcnorm.lake import Lake
+
+
+class AdapterOptions(BaseModel):
+    """Options every adapter accepts; adapters extend this model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stream: str | None = None
+    """Override the `stream` column (the vendor-side pipeline name)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageMeta:
+    """Kafka-source-shaped metadata of one raw message."""
+
+    key: bytes | None = None
+    topic: str | None = None
+    partition: str | None = None
+    offset: str | None = None
+    timestamp: dt.datetime | None = None
+    headers: list[tuple[str, bytes | None]] | None = None
+    uri: str | None = None
+
+
+class Adapter:
+    """Base class of vendor adapters (see the module docstring for how to write one)."""
+
+    name: ClassVar[str] = ""
+    formats: ClassVar[tuple[str, ...]] = ()
+    Options: ClassVar[type[AdapterOptions]] = AdapterOptions
+
+    def __init__(self, options: dict[str, Any] | AdapterOptions | None = None):
+        if isinstance(options, AdapterOptions):
+            self.options = options
+        else:
+            self.options = self.Options(**(options or {}))
+
+    # -- detection -----------------------------------------------------------------------------------------
+    @classmethod
+    def sniff(cls, path: str | None, head: bytes) -> bool:
+        """True when a file (its path and first bytes) or a message looks like this vendor's output."""
+        return False
+
+    # -- decoding (runs on executors) ----------------------------------------------------------------------
+    def read_file(self, path: str, fh: IO[bytes], out: BatchBuilder) -> Iterator[None]:
+        """Decode one file, streaming; yield after each record so the caller can flush batches."""
+        raise NotImplementedError(f"the {self.name} adapter does not read files")
+
+    def decode_message(self, value: bytes | None, meta: MessageMeta, out: BatchBuilder) -> None:
+        """Decode one raw message (the `value` of a Kafka-shaped row); `begin_record` was already called."""
+        raise NotImplementedError(f"the {self.name} adapter does not decode raw messages")
+
+    # -- a first pass (Spark, before decoding) -----------------------------------------------------------
+    def prepare(self, spark: SparkSession, source: DataFrame, kind: str, lake: Lake | None) -> Adapter:
+        """Hook for a cheap first pass over the input before decoding (e.g. collecting Replicate metadata).
+
+        `source` is a DataFrame of input files (`path`, `size`) when `kind == "files"`, or the raw-message
+        DataFrame when `kind == "messages"`; `lake` is the target lake, if any. Returns the adapter to decode
+        with (the default: this one, unchanged).
+        """
+        return self
+
+    # -- multi-record steps (Spark, on the driver's plan) -----------------------------------------------
+    def post_process(self, changes: DataFrame) -> DataFrame:
+        """Spark steps that need several records; must conserve `_records` + `_merged` totals."""
+        return changes
+
+    def stream_name(self, found: str | None, fallback: str) -> str:
+        """The stream column: the option override, else what the record says, else a fallback."""
+        return self.options.stream or found or fallback

@@ -1,0 +1,161 @@
+"""The canonical change record (v1): defined once here, documented from this definition.
+
+Every adapter produces rows of :func:`canonical_schema`; `docs/canonical.md` is checked against
+:data:`COLUMNS` by the test suite so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import types as T
+
+CANONICAL_VERSION = "1"
+
+OPS: tuple[str, ...] = (
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "SNAPSHOT",
+    "TRUNCATE",
+    "DDL",
+    "HEARTBEAT",
+    "TX_BEGIN",
+    "TX_COMMIT",
+    "CONTROL",
+)
+"""The canonical operation vocabulary."""
+
+DATA_OPS: frozenset[str] = frozenset({"INSERT", "UPDATE", "DELETE", "SNAPSHOT"})
+
+FLAGS: dict[str, str] = {
+    "key_change": "one half of a primary-key-changing update (DELETE of the old key or INSERT of the new key)",
+    "orphan_before": "an update whose after image never arrived: `after` is null",
+    "orphan_after": "an update whose before image never arrived: `before` is null",
+    "mask_bits_beyond_columns": "a change/column mask had bits set beyond the table's last column (ignored)",
+    "decimal_as_string": "a decimal with more than 38 digits is kept as its exact decimal string",
+    "timestamp_as_string": "a timestamp whose precision or UTC offset would be lost is kept as its original string",
+    "column_mask_conflict": "a column mask marks a column as not captured although the row has a value for it (kept)",
+    "no_schema": "decoded without the table's metadata (field order and names from the data only)",
+    "delete_by_is_deleted": "no change type in the event; the delete was decided by the vendor's is_deleted flag",
+    "unverified_source": "the source flavour's format is documented as unverified against real output",
+}
+"""Named conditions a row can carry in `flags`."""
+
+DDL_CHANGE = T.StructType(
+    [
+        T.StructField("action", T.StringType()),
+        T.StructField("column", T.StringType()),
+        T.StructField("new_name", T.StringType()),
+        T.StructField("type", T.StringType()),
+    ]
+)
+
+ORIGIN = T.StructType(
+    [
+        T.StructField("uri", T.StringType()),
+        T.StructField("partition", T.StringType()),
+        T.StructField("offset", T.StringType()),
+        T.StructField("index", T.LongType()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One canonical column: name, Spark type, nullability and meaning."""
+
+    name: str
+    type: T.DataType
+    nullable: bool
+    meaning: str
+
+
+_S = T.StringType()
+_ARR = T.ArrayType(T.StringType())
+
+COLUMNS: tuple[Column, ...] = (
+    Column("vendor", _S, False, "`datastream`, `replicate`, `datahub`"),
+    Column("format", _S, False, "vendor format, e.g. `datastream.json`, `replicate.avro`, `datahub.blob`"),
+    Column("stream", _S, False, "the vendor-side pipeline that delivered the change (overridable)"),
+    Column("source_db", _S, True, "source database engine, lower case: `mysql`, `oracle`, `postgresql`, ..."),
+    Column("database", _S, True, "database name; for sources without a schema level (MySQL) `schema` is null"),
+    Column("schema", _S, True, "schema name"),
+    Column("table", _S, True, "source table / object / collection, spelled as the source spells it"),
+    Column("op", _S, False, "canonical operation: " + ", ".join(f"`{o}`" for o in OPS)),
+    Column("vendor_op", _S, True, "the vendor's operation, verbatim"),
+    Column("flags", _ARR, True, "named conditions (see the flags table)"),
+    Column("primary_keys", _ARR, True, "primary-key columns, from the event, else from the table's schema version"),
+    Column("key", T.VariantType(), True, "object: primary-key column -> value"),
+    Column("key_bytes", T.BinaryType(), True, "order-preserving encoding of the key values in `primary_keys` order"),
+    Column("before", T.VariantType(), True, "DELETE: the deleted row; UPDATE: the old image when given; else null"),
+    Column("after", T.VariantType(), True, "INSERT, SNAPSHOT, UPDATE: the new image; else null"),
+    Column("changed_columns", _ARR, True, "known changed columns; null when unknown"),
+    Column("missing_columns", _ARR, True, "columns whose value was not captured; empty when all present; null when unknown"),
+    Column("ddl", _S, True, "DDL text"),
+    Column("ddl_changes", T.ArrayType(DDL_CHANGE), True, "structured DDL where it can be derived"),
+    Column("schema_version", _S, True, "vendor schema identifier (Datastream schema_key, Replicate schemaId, ...)"),
+    Column("source_ts", T.TimestampType(), True, "when the change happened at the source"),
+    Column("capture_ts", T.TimestampType(), True, "when the CDC tool read or emitted it"),
+    Column("tx_id", _S, True, "transaction id"),
+    Column("tx_seq", T.LongType(), True, "position in the transaction"),
+    Column("tx_last", T.BooleanType(), True, "last change of its transaction"),
+    Column("position", _S, True, "vendor-native position, readable (binlog file:pos, scn/rs_id/ssn, LSN, ...)"),
+    Column("sort_key", T.BinaryType(), False, "order-preserving tuple: ascending = source change order per table"),
+    Column("event_id", _S, False, "deterministic id from stable fields only: a redelivered change keeps its id"),
+    Column("origin", ORIGIN, True, "where the raw record came from: uri, partition, offset, index"),
+)
+
+COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+
+
+def canonical_schema() -> T.StructType:
+    """The Spark schema of a canonical change row, in canonical column order."""
+    return T.StructType([T.StructField(c.name, c.type, c.nullable) for c in COLUMNS])
+
+
+QUARANTINE_COLUMNS: tuple[Column, ...] = (
+    Column("vendor", _S, True, "adapter that rejected the record"),
+    Column("format", _S, True, "format the adapter was decoding"),
+    Column("origin", ORIGIN, True, "where the raw record came from"),
+    Column("raw", T.BinaryType(), True, "the raw bytes of the record (or of the damaged part of a file)"),
+    Column("error_class", _S, False, "stable reason tag, e.g. `bad_json`, `truncated_avro`, `unknown_op`"),
+    Column("message", _S, False, "what is wrong and what to do about it"),
+    Column("quarantined_at", T.TimestampType(), False, "when the run quarantined it"),
+    Column("quarantine_id", _S, False, "deterministic id of the quarantined record (from its origin and bytes)"),
+)
+
+
+def quarantine_schema() -> T.StructType:
+    """Schema of `LAKE/quarantine/` rows."""
+    return T.StructType([T.StructField(c.name, c.type, c.nullable) for c in QUARANTINE_COLUMNS])
+
+
+SCHEMA_COLUMN = T.StructType(
+    [
+        T.StructField("name", T.StringType()),
+        T.StructField("vendor_type", T.StringType()),
+        T.StructField("canonical_type", T.StringType()),
+        T.StructField("ordinal", T.IntegerType()),
+        T.StructField("pk_position", T.IntegerType()),
+        T.StructField("nullable", T.BooleanType()),
+    ]
+)
+
+SCHEMA_VERSION_COLUMNS: tuple[Column, ...] = (
+    Column("vendor", _S, False, "vendor"),
+    Column("stream", _S, False, "stream"),
+    Column("source_db", _S, True, "source engine"),
+    Column("database", _S, True, "database"),
+    Column("schema", _S, True, "schema"),
+    Column("table", _S, True, "table"),
+    Column("schema_version", _S, False, "vendor schema identifier"),
+    Column("columns", T.ArrayType(SCHEMA_COLUMN), False, "columns with vendor and canonical types"),
+    Column("first_seen", T.TimestampType(), True, "source time of the first change seen with this version"),
+    Column("version_id", _S, False, "deterministic id of this (vendor, stream, table, schema_version)"),
+)
+
+
+def schema_versions_schema() -> T.StructType:
+    """Schema of `LAKE/schemas/` rows."""
+    return T.StructType([T.StructField(c.name, c.type, c.nullable) for c in SCHEMA_VERSION_COLUMNS])

@@ -1,0 +1,39 @@
+"""One exception root for cdcnorm, with picklable subclasses (they cross to Spark executors)."""
+
+from __future__ import annotations
+
+DECODE_TAG = "[CDC_DECODE_ERROR]"
+
+
+class CdcError(Exception):
+    """Root of every error cdcnorm raises on purpose; its message is meant for a person."""
+
+    exit_code = 3
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def __reduce__(self):
+        return (type(self), (self.message,))
+
+
+class UsageError(CdcError):
+    """The user asked for something that cannot work as asked (bad option, unknown vendor, ...)."""
+
+    exit_code = 2
+
+
+class DecodeError(CdcError):
+    """A record could not be decoded; carries a stable `error_class` tag for the quarantine."""
+
+    def __init__(self, error_class: str, message: str):
+        super().__init__(message)
+        self.error_class = error_class
+
+    def __reduce__(self):
+        return (type(self), (self.error_class, self.message))
+
+
+class LakeError(CdcError):
+    """The lake is missing, of an unknown version, or inconsistent."""

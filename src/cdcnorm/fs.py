@@ -1,0 +1,165 @@
+"""File-system access that works for any URI Spark can read: Hadoop's FileSystem on the driver, fsspec or
+plain files on executors.
+
+The driver only lists paths and moves directories (the lake's stage-then-commit); record bytes are read on
+the executors, streaming, never collected.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from dataclasses import dataclass
+from typing import IO
+from urllib.parse import urlparse
+
+from pyspark.sql import SparkSession
+
+from cdcnorm.errors import UsageError
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    """One input object: its path and size in bytes."""
+
+    path: str
+    size: int
+
+
+def is_local(path: str) -> bool:
+    """True for plain paths and file:// URIs (read with the standard library)."""
+    scheme = urlparse(path).scheme
+    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
+
+
+def local_path(path: str) -> str:
+    return urlparse(path).path if path.startswith("file:") else path
+
+
+def skip_reason(name: str, size: int) -> str | None:
+    """Why an object is not an input file, or None: zero-byte objects and folder markers are skipped."""
+    base = name.rstrip("/").rsplit("/", 1)[-1]
+    if name.endswith("/"):
+        return "folder_marker"
+    if base.startswith((".", "_")) or base.endswith(".crc"):
+        return "hidden_file"
+    if size == 0:
+        return "zero_byte_object"
+    return None
+
+
+def list_files(spark: SparkSession, inputs: list[str]) -> tuple[list[FileEntry], dict[str, int]]:
+    """All input files under the given paths (recursively), and the skipped objects counted by reason."""
+    files: list[FileEntry] = []
+    skipped: dict[str, int] = {}
+    for raw in inputs:
+        entries = _list_local(raw) if is_local(raw) else _list_hadoop(spark, raw)
+        for name, size in entries:
+            reason = skip_reason(name, size)
+            if reason:
+                skipped[reason] = skipped.get(reason, 0) + 1
+            else:
+                files.append(FileEntry(name, size))
+    files.sort(key=lambda f: f.path)
+    return files, skipped
+
+
+def _list_local(path: str) -> list[tuple[str, int]]:
+    p = local_path(path)
+    if not os.path.exists(p):
+        raise UsageError(f"Input not found: {path}")
+    if os.path.isfile(p):
+        return [(os.path.abspath(p), os.path.getsize(p))]
+    out = []
+    for root, dirs, names in os.walk(p):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        for n in sorted(names):
+            full = os.path.join(root, n)
+            out.append((os.path.abspath(full), os.path.getsize(full)))
+        if not names and not dirs:
+            out.append((os.path.abspath(root) + "/", 0))
+    return out
+
+
+def _list_hadoop(spark: SparkSession, path: str) -> list[tuple[str, int]]:
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hpath.getFileSystem(conf)
+    if not fs.exists(hpath):
+        raise UsageError(f"Input not found: {path}")
+    it = fs.listFiles(hpath, True)
+    out = []
+    while it.hasNext():
+        st = it.next()
+        out.append((st.getPath().toString(), int(st.getLen())))
+    return out
+
+
+def open_input(path: str) -> IO[bytes]:
+    """Open an input file for streaming on an executor; gzip is undone transparently (by magic bytes)."""
+    if is_local(path):
+        fh: IO[bytes] = open(local_path(path), "rb")  # noqa: SIM115 - returned to the caller
+    else:
+        try:
+            import fsspec
+        except ImportError as exc:  # pragma: no cover - depends on the cluster image
+            raise UsageError(
+                f"Reading {path} on executors needs fsspec and its file-system package (e.g. gcsfs, s3fs)."
+            ) from exc
+        fh = fsspec.open(path, "rb").open()
+    head = fh.peek(2)[:2] if hasattr(fh, "peek") else b""
+    if head == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=fh)  # type: ignore[return-value]
+    return fh
+
+
+class HadoopFS:
+    """Directory operations on the lake through Hadoop's FileSystem (works for local paths and any URI)."""
+
+    def __init__(self, spark: SparkSession, root: str):
+        self._jvm = spark.sparkContext._jvm
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
+        self._fs = self._path(root).getFileSystem(conf)
+
+    def _path(self, p: str):
+        return self._jvm.org.apache.hadoop.fs.Path(p)
+
+    def exists(self, p: str) -> bool:
+        return bool(self._fs.exists(self._path(p)))
+
+    def mkdirs(self, p: str) -> None:
+        self._fs.mkdirs(self._path(p))
+
+    def delete(self, p: str) -> None:
+        if self.exists(p):
+            self._fs.delete(self._path(p), True)
+
+    def rename(self, src: str, dst: str) -> None:
+        parent = dst.rstrip("/").rsplit("/", 1)[0]
+        self.mkdirs(parent)
+        if not self._fs.rename(self._path(src), self._path(dst)):
+            raise OSError(f"could not move {src} to {dst}")
+
+    def list_dir(self, p: str) -> list[str]:
+        if not self.exists(p):
+            return []
+        return sorted(st.getPath().getName() for st in self._fs.listStatus(self._path(p)))
+
+    def write_text(self, p: str, text: str) -> None:
+        """Write a small file atomically (temp file, then rename)."""
+        tmp = p + ".tmp"
+        out = self._fs.create(self._path(tmp), True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+        self.delete(p)
+        self.rename(tmp, p)
+
+    def read_text(self, p: str) -> str:
+        stream = self._fs.open(self._path(p))
+        try:
+            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)).decode("utf-8")
+        finally:
+            stream.close()

@@ -1,0 +1,159 @@
+"""The lake: canonical changes, quarantine, schema versions and run reports, committed run by run.
+
+Layout (all Parquet unless noted)::
+
+    LAKE/_cdcnorm.json                          lake format + canonical version
+    LAKE/changes/vendor=V/run_id=R/part-*       canonical rows
+    LAKE/quarantine/run_id=R/part-*             rejected records with raw bytes and reason
+    LAKE/quarantine_resolved/run_id=R/part-*    quarantine ids re-processed successfully by `retry`
+    LAKE/schemas/run_id=R/part-*                table schema versions
+    LAKE/runs/R.json                            run report; its presence is the commit of run R
+
+A run writes everything under `LAKE/_staging/R/`, moves the finished directories into place, and writes
+`runs/R.json` last. Readers only see committed runs, so a crashed run leaves the lake readable; the next
+run deletes its leftovers and, since event ids are deterministic, re-running completes the work.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+
+import orjson
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cdcnorm.canonical.schema import (
+    CANONICAL_VERSION,
+    COLUMN_NAMES,
+    QUARANTINE_COLUMNS,
+    SCHEMA_VERSION_COLUMNS,
+    canonical_schema,
+    quarantine_schema,
+    schema_versions_schema,
+)
+from cdcnorm.errors import LakeError
+from cdcnorm.fs import HadoopFS
+
+LAKE_FORMAT = 1
+MARKER = "_cdcnorm.json"
+
+
+def new_run_id() -> str:
+    """Sortable, unique run id: UTC time + random suffix."""
+    return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(3)
+
+
+class Lake:
+    """A cdcnorm lake at a path or URI."""
+
+    def __init__(self, spark: SparkSession, path: str, create: bool = False):
+        self.spark = spark
+        self.path = path.rstrip("/")
+        self.fs = HadoopFS(spark, self.path)
+        marker = self._p(MARKER)
+        if self.fs.exists(marker):
+            meta = orjson.loads(self.fs.read_text(marker))
+            if meta.get("lake_format") != LAKE_FORMAT:
+                raise LakeError(f"{self.path} is a lake of format {meta.get('lake_format')}; this cdcnorm reads {LAKE_FORMAT}.")
+        elif create:
+            self.fs.mkdirs(self.path)
+            self.fs.write_text(marker, orjson.dumps(
+                {"lake_format": LAKE_FORMAT, "canonical_version": CANONICAL_VERSION}, option=orjson.OPT_INDENT_2
+            ).decode())
+        else:
+            raise LakeError(f"No cdcnorm lake at {self.path} (missing {MARKER}). Run `cdcnorm normalize ... --lake {self.path}` first.")
+
+    def _p(self, *parts: str) -> str:
+        return "/".join((self.path, *parts))
+
+    # -- runs ----------------------------------------------------------------------------------------------
+    def committed_runs(self) -> list[str]:
+        return [n[:-5] for n in self.fs.list_dir(self._p("runs")) if n.endswith(".json")]
+
+    def run_report(self, run_id: str) -> dict:
+        return orjson.loads(self.fs.read_text(self._p("runs", run_id + ".json")))
+
+    def cleanup_uncommitted(self) -> None:
+        """Delete what crashed runs left behind (staging and moved-but-uncommitted directories)."""
+        committed = set(self.committed_runs())
+        self.fs.delete(self._p("_staging"))
+        for vendor_dir in self.fs.list_dir(self._p("changes")):
+            for run_dir in self.fs.list_dir(self._p("changes", vendor_dir)):
+                if run_dir.startswith("run_id=") and run_dir[7:] not in committed:
+                    self.fs.delete(self._p("changes", vendor_dir, run_dir))
+        for area in ("quarantine", "quarantine_resolved", "schemas"):
+            for run_dir in self.fs.list_dir(self._p(area)):
+                if run_dir.startswith("run_id=") and run_dir[7:] not in committed:
+                    self.fs.delete(self._p(area, run_dir))
+
+    def staging(self, run_id: str, area: str) -> str:
+        return self._p("_staging", run_id, area)
+
+    def commit(self, run_id: str, report: dict) -> None:
+        """Move a run's staged directories into place, then write its report (the commit point)."""
+        staged = self._p("_staging", run_id, "changes")
+        for vendor_dir in self.fs.list_dir(staged):
+            if vendor_dir.startswith("vendor="):
+                self.fs.rename(f"{staged}/{vendor_dir}", self._p("changes", vendor_dir, f"run_id={run_id}"))
+        for area in ("quarantine", "quarantine_resolved", "schemas"):
+            src = self._p("_staging", run_id, area)
+            if self.fs.exists(src):
+                self.fs.rename(src, self._p(area, f"run_id={run_id}"))
+        self.fs.write_text(self._p("runs", run_id + ".json"), orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+        self.fs.delete(self._p("_staging", run_id))
+
+    # -- reading -------------------------------------------------------------------------------------------
+    def _read(self, area: str, schema, names: tuple[str, ...]) -> DataFrame:
+        root = self._p(area)
+        runs = self.committed_runs()
+        if not runs or not self.fs.exists(root):
+            return self.spark.createDataFrame([], schema)
+        try:
+            df = self.spark.read.option("basePath", root).parquet(root)
+        except Exception as exc:  # an area with no data files yet
+            if "UNABLE_TO_INFER_SCHEMA" in str(exc) or "PATH_NOT_FOUND" in str(exc):
+                return self.spark.createDataFrame([], schema)
+            raise
+        df = df.where(F.col("run_id").cast("string").isin(runs))
+        return df.select(*[F.col(f"`{n}`") for n in names])
+
+    def changes(self) -> DataFrame:
+        return self._read("changes", canonical_schema(), COLUMN_NAMES)
+
+    def quarantine(self, include_resolved: bool = False) -> DataFrame:
+        q = self._read("quarantine", quarantine_schema(), tuple(c.name for c in QUARANTINE_COLUMNS))
+        if include_resolved:
+            return q
+        resolved = self._read_resolved()
+        return q.join(resolved, "quarantine_id", "left_anti")
+
+    def _read_resolved(self) -> DataFrame:
+        root = self._p("quarantine_resolved")
+        runs = self.committed_runs()
+        empty = self.spark.createDataFrame([], "quarantine_id string")
+        if not runs or not self.fs.exists(root) or not self.fs.list_dir(root):
+            return empty
+        df = self.spark.read.option("basePath", root).parquet(root)
+        return df.where(F.col("run_id").cast("string").isin(runs)).select("quarantine_id")
+
+    def schemas(self) -> DataFrame:
+        names = tuple(c.name for c in SCHEMA_VERSION_COLUMNS)
+        df = self._read("schemas", schema_versions_schema(), names)
+        first = F.min_by(F.struct(*[F.col(f"`{n}`") for n in names]), F.col("first_seen"))
+        return df.groupBy("version_id").agg(first.alias("s")).select("s.*")
+
+
+def read_changes(spark: SparkSession, lake: str) -> DataFrame:
+    """Canonical rows of a lake, in canonical column order."""
+    return Lake(spark, lake).changes()
+
+
+def read_quarantine(spark: SparkSession, lake: str, include_resolved: bool = False) -> DataFrame:
+    """Quarantined records of a lake (unresolved ones unless asked)."""
+    return Lake(spark, lake).quarantine(include_resolved)
+
+
+def read_schemas(spark: SparkSession, lake: str) -> DataFrame:
+    """Table schema versions of a lake, one row per version."""
+    return Lake(spark, lake).schemas()

@@ -1,0 +1,292 @@
+"""normalize: sources -> adapter -> canonical rows, quarantine, schema versions and a reconciled run report.
+
+Every input record has exactly one outcome (emitted, merged into another row, metadata only, filtered by a
+named rule, duplicate, or quarantined) and the report's outcome counts add up to the records read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+import cdcnorm
+from cdcnorm.adapters import REGISTRY, Adapter, adapter_class, get_adapter
+from cdcnorm.canonical.emit import KIND_CHANGE, KIND_FILTERED, KIND_METADATA, KIND_QUARANTINE, KIND_SCHEMA
+from cdcnorm.canonical.schema import (
+    COLUMN_NAMES,
+    QUARANTINE_COLUMNS,
+    SCHEMA_VERSION_COLUMNS,
+    schema_versions_schema,
+)
+from cdcnorm.errors import CdcError, UsageError
+from cdcnorm.fs import FileEntry, list_files, open_input
+from cdcnorm.lake import Lake, new_run_id
+from cdcnorm.session import get_spark
+from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class NormalizeResult:
+    """What a normalize run produced: new canonical rows, quarantine, schema versions and the run report."""
+
+    changes: DataFrame
+    quarantine: DataFrame
+    schemas: DataFrame
+    report: dict[str, Any]
+    run_id: str
+    lake: str | None = None
+    decoded: DataFrame | None = field(default=None, repr=False)
+
+
+def normalize(
+    source: str | list[str] | DataFrame,
+    vendor: str | Adapter | None = None,
+    *,
+    spark: SparkSession | None = None,
+    options: dict[str, Any] | None = None,
+    column_map: dict[str, str] | None = None,
+    lake: str | None = None,
+    progress: Progress | None = None,
+    resolves: DataFrame | None = None,
+) -> NormalizeResult:
+    """Normalize files (paths) or a raw-message DataFrame into canonical change rows.
+
+    With `lake`, the run is staged and committed into the lake and rows already there are counted as
+    duplicates; without it, the result's DataFrames are computed in memory. `resolves` (quarantine ids being
+    retried) marks those ids resolved unless this run quarantined the same record again.
+    """
+    say = progress or (lambda _msg: None)
+    spark = spark or get_spark()
+    started = dt.datetime.now(dt.UTC)
+    run_id = new_run_id()
+    lake_obj = Lake(spark, lake, create=True) if lake else None
+    if lake_obj:
+        lake_obj.cleanup_uncommitted()
+
+    if isinstance(source, DataFrame):
+        kind, inputs, skipped, n_files = "messages", ["<DataFrame>"], {}, 0
+        raw = prepare_messages(source, column_map)
+        adapter = _adapter(vendor or _detect_messages(raw), options)
+        adapter = adapter.prepare(spark, raw, kind, lake_obj)
+        decoded = decode_messages(raw, adapter)
+    else:
+        kind = "files"
+        inputs = [source] if isinstance(source, str) else list(source)
+        if not inputs:
+            raise UsageError("No input given: name one or more files or folders.")
+        say("listing input files")
+        files, skipped = list_files(spark, inputs)
+        n_files = len(files)
+        if not files:
+            raise UsageError(f"No input files found under {', '.join(inputs)} (skipped: {skipped or 'none'}).")
+        adapter = _adapter(vendor or _detect_files(files), options)
+        frame = files_frame(spark, files)
+        adapter = adapter.prepare(spark, frame, kind, lake_obj)
+        decoded = decode_files(frame, adapter)
+
+    say(f"decoding {n_files or 'DataFrame'} {'files' if n_files else ''} with the {adapter.name} adapter".replace("  ", " "))
+    decoded = _stage(decoded, lake_obj, run_id)
+
+    changes = adapter.post_process(decoded.where(F.col("_kind") == KIND_CHANGE))
+    existing = lake_obj.changes().select("event_id") if lake_obj else None
+    marked = _mark_duplicates(changes, existing).persist(StorageLevel.MEMORY_AND_DISK)
+    kept = marked.where(~F.col("_dup")).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
+
+    now = dt.datetime.now(dt.UTC)
+    quarantine = _quarantine_rows(decoded, now)
+    schemas = _schema_rows(decoded)
+    resolved = None
+    if resolves is not None:
+        resolved = resolves.join(quarantine.select("quarantine_id"), "quarantine_id", "left_anti").distinct()
+    if lake_obj:
+        quarantine = quarantine.join(lake_obj.quarantine(include_resolved=True).select("quarantine_id"),
+                                     "quarantine_id", "left_anti")
+        schemas = schemas.join(lake_obj.schemas().select("version_id"), "version_id", "left_anti")
+        schemas = schemas.select(*[c.name for c in SCHEMA_VERSION_COLUMNS])
+
+    say("counting outcomes")
+    report = build_report(decoded, marked, adapter, kind, inputs, n_files, skipped, run_id, started)
+    if lake_obj:
+        say("writing the lake")
+        kept.write.partitionBy("vendor").parquet(lake_obj.staging(run_id, "changes"))
+        quarantine.write.parquet(lake_obj.staging(run_id, "quarantine"))
+        schemas.write.parquet(lake_obj.staging(run_id, "schemas"))
+        if resolved is not None:
+            resolved.write.parquet(lake_obj.staging(run_id, "quarantine_resolved"))
+            report["quarantine_resolved"] = spark.read.parquet(lake_obj.staging(run_id, "quarantine_resolved")).count()
+        report["quarantine_new"] = spark.read.parquet(lake_obj.staging(run_id, "quarantine")).count()
+        report["schema_versions_new"] = spark.read.parquet(lake_obj.staging(run_id, "schemas")).count()
+        report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
+        lake_obj.commit(run_id, report)
+    else:
+        report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
+    return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, decoded)
+
+
+def _adapter(vendor: str | Adapter, options: dict[str, Any] | None) -> Adapter:
+    if isinstance(vendor, Adapter):
+        return vendor
+    return get_adapter(vendor, options)
+
+
+def _stage(decoded: DataFrame, lake: Lake | None, run_id: str) -> DataFrame:
+    """Decode once: stage the decoded rows (in the lake's staging area, or in memory)."""
+    if lake is None:
+        return decoded.persist(StorageLevel.MEMORY_AND_DISK)
+    path = lake.staging(run_id, "decoded")
+    decoded.write.parquet(path)
+    return decoded.sparkSession.read.parquet(path)
+
+
+def _mark_duplicates(changes: DataFrame, existing: DataFrame | None) -> DataFrame:
+    """Flag `_dup` on every row whose event id is already in the lake or earlier in this run."""
+    df = changes
+    if existing is not None:
+        df = df.join(existing.distinct().withColumn("_existing", F.lit(True)), "event_id", "left")
+    else:
+        df = df.withColumn("_existing", F.lit(None).cast("boolean"))
+    order = Window.partitionBy("event_id").orderBy(
+        F.col("origin.uri").asc_nulls_last(), F.col("origin.partition").asc_nulls_last(),
+        F.col("origin.index").asc_nulls_last(), F.col("origin.offset").asc_nulls_last(),
+    )
+    df = df.withColumn("_rn", F.row_number().over(order))
+    return df.withColumn("_dup", F.coalesce(F.col("_existing"), F.lit(False)) | (F.col("_rn") > 1))
+
+
+def _quarantine_rows(decoded: DataFrame, now: dt.datetime) -> DataFrame:
+    q = decoded.where(F.col("_kind") == KIND_QUARANTINE)
+    qid = F.sha2(F.concat(F.coalesce(F.to_json("origin"), F.lit("")).cast("binary"),
+                          F.coalesce(F.col("_raw"), F.lit(b"").cast("binary")),
+                          F.coalesce(F.col("_rule"), F.lit("")).cast("binary")), 256)
+    out = q.select(
+        "vendor", "format", "origin", F.col("_raw").alias("raw"), F.col("_rule").alias("error_class"),
+        F.col("_message").alias("message"), F.lit(now).cast("timestamp").alias("quarantined_at"),
+        qid.alias("quarantine_id"),
+    )
+    return out.dropDuplicates(["quarantine_id"]).select(*[c.name for c in QUARANTINE_COLUMNS])
+
+
+def _schema_rows(decoded: DataFrame) -> DataFrame:
+    doc_schema = schema_versions_schema()
+    fields = [f for f in doc_schema.fields if f.name not in ("version_id", "first_seen")]
+    parse_schema = "struct<" + ",".join(f"`{f.name}`:{f.dataType.simpleString()}" for f in fields) + ",first_seen:string>"
+    s = decoded.where(F.col("_kind") == KIND_SCHEMA).select(F.from_json("_schema", parse_schema).alias("s")).select("s.*")
+    ident = F.concat_ws("\u0001", *[F.coalesce(F.col(c), F.lit("")) for c in
+                                     ("vendor", "stream", "database", "schema", "table", "schema_version")])
+    s = s.withColumn("first_seen", F.to_timestamp("first_seen")).withColumn("version_id", F.sha2(ident, 256))
+    first = F.min_by(F.struct(*[F.col(f"`{c.name}`") for c in SCHEMA_VERSION_COLUMNS]), F.col("first_seen"))
+    return s.groupBy("version_id").agg(first.alias("x")).select("x.*")
+
+
+def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: str, inputs: list[str],
+                 n_files: int, skipped: dict[str, int], run_id: str, started: dt.datetime) -> dict[str, Any]:
+    """Aggregate the run's outcomes; every number comes from an aggregation, never from collected rows."""
+    by_kind = {
+        (r["_kind"], r["_rule"]): (int(r["records"] or 0), int(r["rows"]))
+        for r in decoded.groupBy("_kind", "_rule").agg(
+            F.sum("_records").alias("records"), F.count(F.lit(1)).alias("rows")).collect()
+    }
+    records_read = sum(rec for rec, _ in by_kind.values())
+    change_records = sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_CHANGE)
+    agg = marked.groupBy("_dup").agg(
+        F.sum("_records").alias("records"), F.sum("_merged").alias("merged"), F.count(F.lit(1)).alias("rows")
+    ).collect()
+    kept = next((r for r in agg if not r["_dup"]), None)
+    dups = next((r for r in agg if r["_dup"]), None)
+    emitted = int(kept["records"] or 0) if kept else 0
+    merged = int(kept["merged"] or 0) if kept else 0
+    duplicate = (int(dups["records"] or 0) + int(dups["merged"] or 0)) if dups else 0
+    outcomes = {
+        "emitted": emitted,
+        "merged": merged,
+        "metadata": sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_METADATA),
+        "filtered": sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_FILTERED),
+        "duplicate": duplicate,
+        "quarantined": sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_QUARANTINE),
+    }
+    ident = ["vendor", "stream", "database", "schema", "table"]
+    live = marked.where(~F.col("_dup"))
+    rows_by = [r.asDict() for r in live.groupBy(*ident, "op").count().withColumnRenamed("count", "rows")
+               .orderBy(*ident, "op").collect()]
+    dup_by = [r.asDict() for r in marked.where(F.col("_dup")).groupBy(*ident).agg(
+        (F.sum("_records") + F.sum("_merged")).alias("duplicates")).orderBy(*ident).collect()]
+    flags = {r["flag"]: int(r["count"]) for r in live.select(F.explode("flags").alias("flag"))
+             .groupBy("flag").count().collect()}
+    heartbeats = [
+        {**r.asDict(), "newest": r["newest"].isoformat() if r["newest"] else None}
+        for r in live.where(F.col("op") == "HEARTBEAT").groupBy("vendor", "stream", "source_db", "database")
+        .agg(F.max("source_ts").alias("newest")).collect()
+    ]
+    accounted = sum(outcomes.values())
+    conserved = emitted + merged + duplicate == change_records
+    return {
+        "run_id": run_id,
+        "cdcnorm_version": cdcnorm.__version__,
+        "started_at": started.isoformat(),
+        "vendor": adapter.name,
+        "input_kind": kind,
+        "inputs": inputs,
+        "files": n_files,
+        "skipped_objects": skipped,
+        "records_read": records_read,
+        "outcomes": outcomes,
+        "reconciled": accounted == records_read and conserved,
+        "rows_written": sum(r["rows"] for r in rows_by),
+        "rows_by_table_op": rows_by,
+        "quarantine_by_reason": {r: rows for (k, r), (_, rows) in by_kind.items() if k == KIND_QUARANTINE},
+        "filters_by_rule": {r: rec for (k, r), (rec, _) in by_kind.items() if k == KIND_FILTERED},
+        "metadata_by_kind": {r: rec for (k, r), (rec, _) in by_kind.items() if k == KIND_METADATA},
+        "duplicates_by_table": dup_by,
+        "flags": flags,
+        "heartbeats": heartbeats,
+    }
+
+
+def _detect_files(files: list[FileEntry]) -> str:
+    """Guess the vendor from the first bytes of a few files (read on the driver: 64 KiB each at most)."""
+    votes: dict[str, int] = {}
+    for f in files[:20]:
+        try:
+            with open_input(f.path) as fh:
+                head = fh.read(65536)
+        except OSError:
+            continue
+        for name in _matching(f.path, head):
+            votes[name] = votes.get(name, 0) + 1
+    return _decide(votes, "files")
+
+
+def _detect_messages(raw: DataFrame) -> str:
+    votes: dict[str, int] = {}
+    for row in raw.select("value", "topic").limit(20).collect():  # a 20-message sample, for detection only
+        for name in _matching(row["topic"], bytes(row["value"] or b"")):
+            votes[name] = votes.get(name, 0) + 1
+    return _decide(votes, "messages")
+
+
+def _matching(path: str | None, head: bytes) -> list[str]:
+    found = []
+    for name in REGISTRY:
+        try:
+            if adapter_class(name).sniff(path, head):
+                found.append(name)
+        except (ImportError, CdcError):
+            continue
+    return found
+
+
+def _decide(votes: dict[str, int], what: str) -> str:
+    if not votes:
+        raise UsageError(f"Could not recognise the vendor of these {what}; pass --vendor ({', '.join(REGISTRY)}).")
+    if len(votes) > 1:
+        seen = ", ".join(f"{k} ({v})" for k, v in sorted(votes.items()))
+        raise UsageError(f"These {what} look like more than one vendor's output: {seen}. Pass --vendor.")
+    return next(iter(votes))

@@ -1,0 +1,155 @@
+"""Sources: turn input files or a raw-message DataFrame into the adapter's decoded rows, on the executors.
+
+Files are listed on the driver (paths only), spread over tasks, opened and streamed by the adapter inside
+`mapInArrow`. A raw-message DataFrame has the Kafka source's shape (`value` binary; optional `key`, `topic`,
+`partition`, `offset`, `timestamp`, `headers`, `origin`); other shapes are renamed with a column map (e.g. the
+Event Hubs connector's `body`, `sequenceNumber`, `enqueuedTime`).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from cdcnorm.adapters.base import Adapter, MessageMeta
+from cdcnorm.canonical.emit import BatchBuilder, decoded_schema
+from cdcnorm.errors import DecodeError, UsageError
+from cdcnorm.fs import FileEntry, open_input
+
+BATCH_ROWS = 4096
+
+EVENT_HUBS_COLUMNS = {"body": "value", "sequenceNumber": "offset", "enqueuedTime": "timestamp"}
+"""Column map for the Azure Event Hubs Spark connector's DataFrame shape."""
+
+_MESSAGE_COLUMNS = {
+    "value": T.BinaryType(),
+    "key": T.BinaryType(),
+    "topic": T.StringType(),
+    "partition": T.StringType(),
+    "offset": T.StringType(),
+    "timestamp": T.TimestampType(),
+}
+
+
+def files_frame(spark: SparkSession, files: list[FileEntry]) -> DataFrame:
+    """A DataFrame of input paths spread over tasks (largest first, so big files start early)."""
+    ordered = sorted(files, key=lambda f: -f.size)
+    df = spark.createDataFrame([(f.path, f.size) for f in ordered], "path string, size long")
+    parallelism = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
+    return df.repartition(parallelism, "path") if len(files) > 1 else df.coalesce(1)
+
+
+def decode_files(files: DataFrame, adapter: Adapter) -> DataFrame:
+    """Decode every file with the adapter on the executors."""
+    return files.mapInArrow(_FileDecoder(adapter), decoded_schema())
+
+
+def decode_messages(messages: DataFrame, adapter: Adapter, column_map: dict[str, str] | None = None) -> DataFrame:
+    """Decode a raw-message DataFrame (Kafka source shape, or renamed with `column_map`)."""
+    return prepare_messages(messages, column_map).mapInArrow(_MessageDecoder(adapter), decoded_schema())
+
+
+def prepare_messages(df: DataFrame, column_map: dict[str, str] | None = None) -> DataFrame:
+    """Rename and cast a user's DataFrame into the raw-message shape the adapters read."""
+    for src, dst in (column_map or {}).items():
+        if src not in df.columns:
+            raise UsageError(f"Column map names '{src}', but the input has only: {', '.join(df.columns)}.")
+        df = df.withColumnRenamed(src, dst)
+    if "value" not in df.columns:
+        raise UsageError(
+            "A raw-message DataFrame needs a binary 'value' column (Kafka source shape); found: "
+            f"{', '.join(df.columns)}. Use a column map, e.g. body=value for Event Hubs."
+        )
+    cols = []
+    for name, dtype in _MESSAGE_COLUMNS.items():
+        cols.append(F.col(name).cast(dtype).alias(name) if name in df.columns else F.lit(None).cast(dtype).alias(name))
+    header_type = T.ArrayType(T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())]))
+    cols.append(F.col("headers").cast(header_type).alias("headers") if "headers" in df.columns
+                else F.lit(None).cast(header_type).alias("headers"))
+    origin_type = decoded_schema()["origin"].dataType
+    cols.append(F.col("origin").cast(origin_type).alias("origin") if "origin" in df.columns
+                else F.lit(None).cast(origin_type).alias("origin"))
+    return df.select(*cols)
+
+
+class _FileDecoder:
+    """mapInArrow function: open each file on the executor and let the adapter stream its records."""
+
+    def __init__(self, adapter: Adapter):
+        self.adapter = adapter
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        adapter = self.adapter
+        for batch in batches:
+            for path in batch.column("path").to_pylist():
+                out = BatchBuilder()
+                out.set_context(adapter.name, adapter.formats[0] if adapter.formats else adapter.name)
+                yield from _decode_one_file(adapter, path, out)
+
+
+def _decode_one_file(adapter: Adapter, path: str, out: BatchBuilder) -> Iterator[pa.RecordBatch]:
+    try:
+        with open_input(path) as fh:
+            for _ in adapter.read_file(path, fh, out):
+                if len(out) >= BATCH_ROWS:
+                    yield out.flush()
+    except Exception as exc:  # the rest of the file could not be read: quarantine it, never lose it
+        if not out.record_open:
+            out.begin_record(path, -1)
+        out.quarantine(_error_class(exc), _message(exc, f"while reading {path}; the rest of this file was not decoded"))
+    out.end_record()
+    if len(out):
+        yield out.flush()
+
+
+class _MessageDecoder:
+    """mapInArrow function: decode each raw message with the adapter."""
+
+    def __init__(self, adapter: Adapter):
+        self.adapter = adapter
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        adapter = self.adapter
+        out = BatchBuilder()
+        out.set_context(adapter.name, adapter.formats[0] if adapter.formats else adapter.name)
+        for batch in batches:
+            cols = batch.to_pydict()
+            for i, value in enumerate(cols["value"]):
+                origin = cols["origin"][i] or {}
+                meta = MessageMeta(
+                    key=cols["key"][i], topic=cols["topic"][i], partition=cols["partition"][i],
+                    offset=cols["offset"][i], timestamp=cols["timestamp"][i],
+                    headers=[(h["key"], h["value"]) for h in cols["headers"][i]] if cols["headers"][i] else None,
+                    uri=origin.get("uri"),
+                )
+                out.begin_record(
+                    origin.get("uri") or meta.topic, origin.get("index"),
+                    partition=origin.get("partition") or meta.partition,
+                    offset=origin.get("offset") or meta.offset, raw=value,
+                )
+                try:
+                    adapter.decode_message(value, meta, out)
+                except Exception as exc:
+                    out.quarantine(_error_class(exc), _message(exc, "while decoding this message"))
+                out.end_record()
+                if len(out) >= BATCH_ROWS:
+                    yield out.flush()
+        if len(out):
+            yield out.flush()
+
+
+def _error_class(exc: Exception) -> str:
+    return exc.error_class if isinstance(exc, DecodeError) else "adapter_error"
+
+
+def _message(exc: Exception, where: str) -> str:
+    if isinstance(exc, DecodeError):
+        return exc.message
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    at = f" at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}" if frame else ""
+    return f"{type(exc).__name__}: {exc} {where}{at}"
