@@ -72,11 +72,11 @@ def run_guarded(fn: Callable[[], int]) -> None:
     except typer.Exit:
         raise
     except CdcError as exc:
-        err.print(f"[red]error:[/red] {exc.message}", highlight=False)
+        err.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
         _debug()
         raise typer.Exit(exc.exit_code) from None
     except Exception as exc:  # Spark/Java failures: one readable line, not a stack trace
-        err.print(f"[red]error:[/red] {_one_line(exc)}", highlight=False)
+        err.print(f"[red]error:[/red] {_one_line(exc)}", highlight=False, soft_wrap=True)
         _debug()
         raise typer.Exit(EXIT_RUNTIME) from None
     raise typer.Exit(code)
@@ -119,7 +119,7 @@ def normalize(
         if stream:
             options["stream"] = stream
         with console.status("starting Spark") as status:
-            spark = get_spark(master)
+            spark = get_spark(master, quiet=True)
             result = do_normalize(inputs, vendor, spark=spark, options=options, lake=lake,
                                   progress=lambda msg: status.update(msg))
         print_report(result.report, lake)
@@ -178,7 +178,7 @@ def quarantine_list(lake: LakeOpt, master: MasterOpt = None,
         from cdcnorm.lake import read_quarantine
         from cdcnorm.session import get_spark
 
-        q = read_quarantine(get_spark(master), lake, include_resolved=all_)
+        q = read_quarantine(get_spark(master, quiet=True), lake, include_resolved=all_)
         rows = q.select("quarantine_id", "vendor", "error_class", "origin.uri", "origin.index", "message",
                         F.length("raw").alias("bytes")).orderBy("uri", "index").limit(1000).collect()
         t = Table(title=f"quarantine of {lake} ({len(rows)} shown)")
@@ -205,7 +205,7 @@ def quarantine_show(qid: Annotated[str, typer.Argument(help="Quarantine id (or a
         from cdcnorm.lake import read_quarantine
         from cdcnorm.session import get_spark
 
-        q = read_quarantine(get_spark(master), lake, include_resolved=True)
+        q = read_quarantine(get_spark(master, quiet=True), lake, include_resolved=True)
         rows = q.where(F.col("quarantine_id").startswith(qid)).limit(2).collect()
         if len(rows) != 1:
             raise UsageError(f"{'No' if not rows else 'More than one'} quarantined record matches '{qid}'.")
@@ -234,7 +234,7 @@ def quarantine_retry(lake: LakeOpt, vendor: Annotated[str | None, typer.Option("
         from cdcnorm.session import get_spark
 
         with console.status("re-processing quarantined records"):
-            summary = retry_quarantine(get_spark(master), lake, vendor=vendor, options=parse_pairs(option, "--option"))
+            summary = retry_quarantine(get_spark(master, quiet=True), lake, vendor=vendor, options=parse_pairs(option, "--option"))
         t = Table(title="quarantine retry")
         for col in ("vendor", "retried", "resolved", "still quarantined"):
             t.add_column(col, justify="right")

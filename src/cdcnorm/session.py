@@ -7,8 +7,11 @@ cluster ship the environment yourself (see the README, "Running on a cluster").
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
@@ -24,8 +27,34 @@ _DEFAULTS = {
 }
 
 
-def get_spark(master: str | None = None, app_name: str = "cdcnorm", conf: dict[str, str] | None = None) -> SparkSession:
-    """Return the active session or create a quiet one configured for cdcnorm."""
+def jvm_log_path() -> str:
+    """Where the command line sends the JVM's own console output (Spark's log lines, JDK warnings)."""
+    return os.environ.get("CDCNORM_SPARK_LOG", os.path.join(tempfile.gettempdir(), "cdcnorm-spark.log"))
+
+
+@contextlib.contextmanager
+def jvm_output_to_log() -> Iterator[None]:
+    """Start the JVM with its stderr in a log file, so a terminal shows only cdcnorm's own messages.
+
+    The JVM inherits file descriptor 2 when it starts; pointing it at a file for that moment keeps every later
+    Spark log line out of the user's terminal while Python's own stderr is restored right after.
+    """
+    saved = os.dup(2)
+    with open(jvm_log_path(), "ab") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def get_spark(master: str | None = None, app_name: str = "cdcnorm", conf: dict[str, str] | None = None,
+              quiet: bool = False) -> SparkSession:
+    """Return the active session or create one configured for cdcnorm (`quiet`: JVM output to a log file)."""
+    if quiet and SparkSession.getActiveSession() is None:
+        with jvm_output_to_log():
+            return get_spark(master, app_name, conf)
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
