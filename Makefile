@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 
 demo: check-java $(STAMP)
 	rm -rf demo-lake
-	$(VENV)/bin/cdcnorm normalize samples/datastream --lake demo-lake --vendor datastream
+	$(PY) -m cdcnorm.demo .
 
 test: check-java $(STAMP)
 	$(PY) -m pytest -q -m "not slow"

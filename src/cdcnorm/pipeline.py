@@ -196,14 +196,15 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
     }
     records_read = sum(rec for rec, _ in by_kind.values())
     change_records = sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_CHANGE)
-    agg = marked.groupBy("_dup").agg(
-        F.sum("_records").alias("records"), F.sum("_merged").alias("merged"), F.count(F.lit(1)).alias("rows")
-    ).collect()
-    kept = next((r for r in agg if not r["_dup"]), None)
-    dups = next((r for r in agg if r["_dup"]), None)
-    emitted = int(kept["records"] or 0) if kept else 0
-    merged = int(kept["merged"] or 0) if kept else 0
-    duplicate = (int(dups["records"] or 0) + int(dups["merged"] or 0)) if dups else 0
+    ident = ["vendor", "stream", "source_db", "database", "schema", "table"]
+    groups = [r.asDict() for r in marked.groupBy(*ident, "op", "_dup").agg(
+        F.sum("_records").alias("records"), F.sum("_merged").alias("merged"), F.count(F.lit(1)).alias("rows"),
+        F.max("source_ts").alias("newest"),
+    ).collect()]  # one row per (table, op): aggregates only
+    kept_groups = [g for g in groups if not g["_dup"]]
+    emitted = sum(int(g["records"] or 0) for g in kept_groups)
+    merged = sum(int(g["merged"] or 0) for g in kept_groups)
+    duplicate = sum(int(g["records"] or 0) + int(g["merged"] or 0) for g in groups if g["_dup"])
     outcomes = {
         "emitted": emitted,
         "merged": merged,
@@ -212,19 +213,25 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
         "duplicate": duplicate,
         "quarantined": sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_QUARANTINE),
     }
-    ident = ["vendor", "stream", "database", "schema", "table"]
-    live = marked.where(~F.col("_dup"))
-    rows_by = [r.asDict() for r in live.groupBy(*ident, "op").count().withColumnRenamed("count", "rows")
-               .orderBy(*ident, "op").collect()]
-    dup_by = [r.asDict() for r in marked.where(F.col("_dup")).groupBy(*ident).agg(
-        (F.sum("_records") + F.sum("_merged")).alias("duplicates")).orderBy(*ident).collect()]
-    flags = {r["flag"]: int(r["count"]) for r in live.select(F.explode("flags").alias("flag"))
-             .groupBy("flag").count().collect()}
-    heartbeats = [
-        {**r.asDict(), "newest": r["newest"].isoformat() if r["newest"] else None}
-        for r in live.where(F.col("op") == "HEARTBEAT").groupBy("vendor", "stream", "source_db", "database")
-        .agg(F.max("source_ts").alias("newest")).collect()
-    ]
+    table_key = ("vendor", "stream", "database", "schema", "table")
+    rows_by = sorted(({**{k: g[k] for k in table_key}, "op": g["op"], "rows": int(g["rows"])} for g in kept_groups),
+                     key=lambda d: tuple(str(d[k] or "") for k in (*table_key, "op")))
+    dup_tables: dict[tuple, int] = {}
+    for g in groups:
+        if g["_dup"]:
+            t = tuple(g[k] for k in table_key)
+            dup_tables[t] = dup_tables.get(t, 0) + int(g["records"] or 0) + int(g["merged"] or 0)
+    dup_by = [{**dict(zip(table_key, t, strict=True)), "duplicates": n}
+              for t, n in sorted(dup_tables.items(), key=lambda kv: tuple(str(x or "") for x in kv[0]))]
+    beats: dict[tuple, Any] = {}
+    for g in kept_groups:
+        if g["op"] == "HEARTBEAT" and g["newest"] is not None:
+            src = (g["vendor"], g["stream"], g["source_db"], g["database"])
+            beats[src] = max(beats.get(src, g["newest"]), g["newest"])
+    heartbeats = [{"vendor": v, "stream": st, "source_db": sd, "database": db, "newest": ts.isoformat()}
+                  for (v, st, sd, db), ts in sorted(beats.items(), key=lambda kv: tuple(str(x) for x in kv[0]))]
+    flags = {r["flag"]: int(r["count"]) for r in marked.where(~F.col("_dup"))
+             .select(F.explode("flags").alias("flag")).groupBy("flag").count().collect()}
     accounted = sum(outcomes.values())
     conserved = emitted + merged + duplicate == change_records
     return {
