@@ -14,6 +14,10 @@ from rich.table import Table
 console = Console()
 
 
+DEMO_OPTIONS = {"replicate": {"schema_registry": "replicate/registry"}}
+"""Per-vendor options for the samples (paths relative to `samples/`)."""
+
+
 def normalize_samples(spark, samples: Path, lake: str) -> list[dict]:
     """Normalize `samples/<vendor>/` for every registered vendor that has samples; return the run reports."""
     import cdcnorm
@@ -25,7 +29,8 @@ def normalize_samples(spark, samples: Path, lake: str) -> list[dict]:
         if not folder.is_dir():
             continue
         with console.status(f"normalizing samples/{vendor}"):
-            result = cdcnorm.normalize([str(folder)], vendor, spark=spark, lake=lake)
+            options = {k: str(samples / v) for k, v in DEMO_OPTIONS.get(vendor, {}).items()}
+            result = cdcnorm.normalize([str(folder)], vendor, spark=spark, lake=lake, options=options)
         reports.append(result.report)
     return reports
 

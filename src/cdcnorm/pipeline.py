@@ -88,6 +88,10 @@ def normalize(
         if not files:
             raise UsageError(f"No input files found under {', '.join(inputs)} (skipped: {skipped or 'none'}).")
         adapter = _adapter(vendor or _detect_files(files), options)
+        files, skipped = _filter_files(adapter, files, skipped)
+        n_files = len(files)
+        if not files:
+            raise UsageError(f"None of the input files is {adapter.name} input (skipped: {skipped}).")
         frame = files_frame(spark, files)
         adapter = adapter.prepare(spark, frame, kind, lake_obj)
         decoded = decode_files(frame, adapter)
@@ -129,6 +133,15 @@ def normalize(
     else:
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
     return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, decoded)
+
+
+def _filter_files(adapter: Adapter, files: list[FileEntry], skipped: dict[str, int]
+                  ) -> tuple[list[FileEntry], dict[str, int]]:
+    """Keep the files the adapter reads; count the others as skipped objects, by reason."""
+    kept = [f for f in files if adapter.accepts_file(f.path)]
+    if len(kept) < len(files):
+        skipped = {**skipped, f"not_{adapter.name}_input": len(files) - len(kept)}
+    return kept, skipped
 
 
 def _adapter(vendor: str | Adapter, options: dict[str, Any] | None) -> Adapter:

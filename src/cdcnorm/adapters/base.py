@@ -58,12 +58,19 @@ class Adapter:
     name: ClassVar[str] = ""
     formats: ClassVar[tuple[str, ...]] = ()
     Options: ClassVar[type[AdapterOptions]] = AdapterOptions
+    file_extensions: ClassVar[tuple[str, ...]] = ()
+    """File name endings the adapter reads (lower case); other files are skipped and counted. Empty: all."""
 
     def __init__(self, options: dict[str, Any] | AdapterOptions | None = None):
         if isinstance(options, AdapterOptions):
             self.options = options
         else:
             self.options = self.Options(**(options or {}))
+
+    def accepts_file(self, path: str) -> bool:
+        """Whether a listed file is one this adapter reads (by its name's ending)."""
+        name = path.rsplit("/", 1)[-1].lower()
+        return not self.file_extensions or name.endswith(self.file_extensions)
 
     # -- detection -----------------------------------------------------------------------------------------
     @classmethod

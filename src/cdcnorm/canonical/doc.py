@@ -32,8 +32,8 @@ def sections() -> dict[str, str]:
 def render(text: str) -> str:
     """Replace every `<!-- gen:NAME -->...<!-- /gen:NAME -->` block with its generated content."""
     for name, body in sections().items():
-        pattern = re.compile(rf"(<!-- gen:{name} -->\n).*?(\n<!-- /gen:{name} -->)", re.S)
-        text = pattern.sub(lambda m, b=body: m.group(1) + b + m.group(2), text)
+        pattern = re.compile(rf"(<!-- gen:{name} -->\n)(?:.*?\n)?(<!-- /gen:{name} -->)", re.S)
+        text = pattern.sub(lambda m, b=body: m.group(1) + b + "\n" + m.group(2), text)
     return text
 
 

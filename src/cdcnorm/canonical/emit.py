@@ -228,6 +228,7 @@ class BatchBuilder:
             "vendor": sv.vendor, "stream": sv.stream, "source_db": sv.source_db, "database": sv.database,
             "schema": sv.schema, "table": sv.table, "schema_version": sv.schema_version,
             "first_seen": sv.first_seen.astimezone(_UTC).isoformat() if sv.first_seen else None,
+            "definition": sv.definition,
             "columns": [
                 {"name": c.name, "vendor_type": c.vendor_type, "canonical_type": c.canonical_type,
                  "ordinal": c.ordinal, "pk_position": c.pk_position, "nullable": c.nullable}

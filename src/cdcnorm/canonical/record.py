@@ -79,6 +79,8 @@ class SchemaVersion:
     schema: str | None = None
     table: str | None = None
     first_seen: dt.datetime | None = None
+    definition: str | None = None
+    """The vendor's own schema document (e.g. Replicate's metadata with its Avro data schema), as JSON text."""
 
 
 def key_of(row: dict[str, Any] | None, primary_keys: list[str] | None) -> dict[str, Any] | None:

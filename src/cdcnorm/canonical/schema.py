@@ -152,6 +152,7 @@ SCHEMA_VERSION_COLUMNS: tuple[Column, ...] = (
     Column("schema_version", _S, False, "vendor schema identifier"),
     Column("columns", T.ArrayType(SCHEMA_COLUMN), False, "columns with vendor and canonical types"),
     Column("first_seen", T.TimestampType(), True, "source time of the first change seen with this version"),
+    Column("definition", _S, True, "the vendor's own schema document as JSON text (e.g. Replicate metadata)"),
     Column("version_id", _S, False, "deterministic id of this (vendor, stream, table, schema_version)"),
 )
 
