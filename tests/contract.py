@@ -22,13 +22,15 @@ class AdapterContract:
     options: ClassVar[dict] = {}
 
     @pytest.fixture(scope="class")
-    def result(self, spark):
+    @classmethod
+    def result(cls, spark):
         import cdcnorm
 
-        return cdcnorm.normalize(self.inputs, self.vendor, spark=spark, options=self.options)
+        return cdcnorm.normalize(cls.inputs, cls.vendor, spark=spark, options=cls.options)
 
     @pytest.fixture(scope="class")
-    def rows(self, result):
+    @classmethod
+    def rows(cls, result):
         return result.changes.select(
             *[c.name for c in COLUMNS if c.name not in ("key", "before", "after")],
             *[F.to_json(c).alias(c) for c in ("key", "before", "after")],
