@@ -791,6 +791,7 @@ class ReplicateAdapter(Adapter):
             schema=schema,
             table=table,
             first_seen=_instant(entry.get("timestamp")),
+            definition=orjson.dumps(entry, default=str).decode(),
         )
 
     def _place(self, schema: str | None) -> tuple[str | None, str | None]:
