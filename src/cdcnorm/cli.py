@@ -246,6 +246,26 @@ def quarantine_retry(lake: LakeOpt, vendor: Annotated[str | None, typer.Option("
     run_guarded(run)
 
 
+@app.command()
+def simulate(
+    out: Annotated[str, typer.Option("--out", help="Output folder.")],
+    vendor: Annotated[list[str] | None, typer.Option("--vendor", help="Vendor, vendor format, or all (repeatable).")] = None,
+    tables: Annotated[int, typer.Option("--tables", help="Number of simulated tables.")] = 3,
+    rows: Annotated[int, typer.Option("--rows", help="Rows per table in the backfill.")] = 100,
+    changes: Annotated[int, typer.Option("--changes", help="Changes after the backfill.")] = 500,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the history.")] = 1,
+    quirk: Annotated[list[str] | None, typer.Option("--quirk", help="Delivery quirk to switch on (default: all; 'none').")] = None,
+) -> None:
+    """Write one simulated source history as each vendor would deliver it, plus the ground truth."""
+
+    def run() -> int:
+        from cdcnorm.simulate import simulate_command
+
+        return simulate_command(vendor or ["all"], tables, rows, changes, seed, out, quirk)
+
+    run_guarded(run)
+
+
 def main() -> None:
     """Console-script entry point."""
     try:

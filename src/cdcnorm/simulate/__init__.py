@@ -1,0 +1,259 @@
+"""`cdcnorm simulate`: one deterministic source history, written the way each vendor would deliver it.
+
+The simulator is the project's oracle: `OUT/<vendor>/<format>/` holds the vendor files, `OUT/truth/` the
+final state of every table as each vendor format can carry it (and the ordered source changes), and
+`OUT/manifest.json` the sizes, quirks, source schemas and the table identity each format will have in the
+lake. The encoders are written from the vendor references only, never from the decoders, so a
+misunderstanding on one side cannot hide itself. See docs/simulate.md for layout and projection rules.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+from cdcnorm.simulate import datahub_enc, datastream_enc, replicate_enc
+from cdcnorm.simulate.delivery import QUIRKS, parse_quirks
+from cdcnorm.simulate.history import START_US, Event, History, TableDef
+from cdcnorm.simulate.truth import (
+    CARRIES_ADDED_COLUMN,
+    CARRIES_TRUNCATE,
+    VENDOR_FORMATS,
+    TruthBuilder,
+    final_columns,
+    load_changes,
+    load_truth,
+    truth_kind,
+)
+
+VENDORS = ("datastream", "replicate", "datahub")
+OVERLAP_MAX = 1000
+"""backfill_overlap: the backfill reflects the state after at most this many (and 5% of all) changes."""
+
+_ENCODERS: dict[str, Any] = {
+    "datastream-json": (datastream_enc.DatastreamEncoder, "json"),
+    "datastream-avro": (datastream_enc.DatastreamEncoder, "avro"),
+    "replicate-json": (replicate_enc.ReplicateEncoder, "json"),
+    "replicate-avro": (replicate_enc.ReplicateEncoder, "avro"),
+    "replicate-capture": (replicate_enc.ReplicateEncoder, "capture"),
+    "datahub-blob": (datahub_enc.DataHubBlobEncoder, "blob"),
+    "datahub-concat": (datahub_enc.DataHubBlobEncoder, "concat"),
+    "datahub-tuple": (datahub_enc.DataHubTupleEncoder, "tuple"),
+}
+
+
+@dataclass
+class Manifest:
+    """What a run wrote; also saved as `OUT/manifest.json`."""
+
+    out: str
+    seed: int
+    tables: int
+    rows: int
+    changes: int
+    quirks: list[str]
+    formats: list[str]
+    source_tables: list[dict[str, Any]]
+    vendor_formats: dict[str, dict[str, Any]]
+    events: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest's content; `out` is left out so the file does not depend on where it was written."""
+        data = asdict(self)
+        del data["out"]
+        return data
+
+    def input_dir(self, vendor_format: str) -> Path:
+        """The folder holding `vendor_format`'s input files (what `cdcnorm normalize` reads)."""
+        return Path(self.out) / self.vendor_formats[vendor_format]["input"]
+
+    @classmethod
+    def load(cls, out: str | Path) -> Manifest:
+        data = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8"))
+        return cls(out=str(out), **data)
+
+
+def resolve_formats(vendors: list[str] | tuple[str, ...] | str) -> list[str]:
+    """Vendor names, vendor-format names or `all` (comma lists allowed) -> vendor formats, in a fixed order."""
+    items = [vendors] if isinstance(vendors, str) else list(vendors)
+    names = {n.strip().lower() for item in items for n in item.split(",") if n.strip()}
+    if not names or "all" in names:
+        return list(VENDOR_FORMATS)
+    chosen: set[str] = set()
+    for n in names:
+        if n in VENDORS:
+            chosen |= {vf for vf, (v, _) in VENDOR_FORMATS.items() if v == n}
+        elif n in VENDOR_FORMATS:
+            chosen.add(n)
+        else:
+            raise ValueError(f"unknown vendor {n!r}; choose from {', '.join(VENDORS)}, a vendor format "
+                             f"({', '.join(VENDOR_FORMATS)}) or all")
+    return [vf for vf in VENDOR_FORMATS if vf in chosen]
+
+
+def simulate(out: str | Path, vendors: list[str] | tuple[str, ...] | str = ("all",), tables: int = 3,
+             rows: int = 100, changes: int = 500, seed: int = 1, quirks: list[str] | None = None,
+             rotate: int = 500, write_changes: bool = True) -> Manifest:
+    """Simulate one history and write it for every chosen vendor format, plus truth and manifest.
+
+    Args:
+        out: output folder (the simulator's own subfolders in it are replaced).
+        vendors: vendor names, vendor formats or `all`.
+        tables, rows, changes, seed: the history's sizes and seed (the history depends on nothing else).
+        quirks: delivery quirks to switch on; None = all of them, [] or ['none'] = none.
+        rotate: records per output file before rotating.
+        write_changes: also write `truth/changes.jsonl` (one line per source event).
+    """
+    if rows < 0 or changes < 0:
+        raise ValueError("rows and changes must be >= 0")
+    vfs, on = resolve_formats(vendors), parse_quirks(quirks)
+    root = Path(out)
+    _clean(root, vfs)
+    history = History(tables, rows, changes, seed)
+    defs = history.defs
+    encoders = [_ENCODERS[vf][0](root, defs, seed, on, rotate, _ENCODERS[vf][1]) for vf in vfs]
+    truth = TruthBuilder(root, history, vfs, write_changes)
+    kinds: Counter[str] = Counter()
+    special: dict[str, dict[str, Any]] = {}
+
+    events = iter(history)
+    initial: list[list[dict[str, Any]]] = [[] for _ in defs]
+    first: Event | None = None
+    for ev in events:
+        kinds[ev.kind] += 1
+        if ev.kind != "SNAPSHOT":
+            first = ev
+            break
+        initial[ev.table].append(ev.after)
+        truth.event(ev)
+
+    buffered = [first] if first is not None else []
+    overlap = min(changes // 20, OVERLAP_MAX) if "backfill_overlap" in on else 0
+    while overlap and len(buffered) < overlap and buffered[-1].kind not in ("DDL", "TRUNCATE"):
+        nxt = next(events, None)
+        if nxt is None:
+            break
+        kinds[nxt.kind] += 1
+        buffered.append(nxt)
+    snapshot_rows, ts, at_seq = _backfill_state(defs, initial, buffered if overlap else [])
+    for enc in encoders:
+        for t in defs:
+            enc.backfill(t, snapshot_rows[t.index], ts, at_seq)
+
+    for i, ev in enumerate(chain(buffered, events)):
+        if i >= len(buffered):
+            kinds[ev.kind] += 1
+        if ev.kind in ("DDL", "TRUNCATE"):
+            special[ev.kind] = {"table": defs[ev.table].name, "seq": ev.seq, "statement": ev.ddl}
+        truth.event(ev)
+        for enc in encoders:
+            enc.change(ev)
+    for enc in encoders:
+        enc.close()
+    truth.finish()
+
+    manifest = Manifest(
+        out=str(root), seed=seed, tables=tables, rows=rows, changes=changes,
+        quirks=[q for q in QUIRKS if q in on], formats=vfs,
+        source_tables=[_source_table(t, special) for t in defs],
+        vendor_formats={enc.vf: _vendor_format(enc, defs) for enc in encoders},
+        events=dict(sorted(kinds.items())),
+    )
+    (root / "manifest.json").write_text(json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n",
+                                        encoding="utf-8")
+    return manifest
+
+
+def _clean(root: Path, vfs: list[str]) -> None:
+    """Remove only what this run rewrites, so stale files of an earlier run cannot leak into inputs."""
+    root.mkdir(parents=True, exist_ok=True)
+    targets = [root / "truth", root / "manifest.json"]
+    targets += [root / VENDOR_FORMATS[vf][0] / VENDOR_FORMATS[vf][1] for vf in vfs]
+    if "datahub-tuple" in vfs:
+        targets.append(root / "schemas" / "datahub-tuple")
+    for p in targets:
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+
+
+def _backfill_state(defs: tuple[TableDef, ...], initial: list[list[dict[str, Any]]],
+                    overlap: list[Event]) -> tuple[list[list[dict[str, Any]]], int, int]:
+    """The rows the backfill delivers: the initial state, or (backfill_overlap) the state after the first
+    changes of keyed tables, which the change stream then delivers again. Keyless tables always get the
+    initial rows: re-reading them would create rows the source never had twice."""
+    if not overlap:
+        return initial, START_US, 0
+    states = [{t.key_of(r): r for r in initial[t.index]} if t.primary_key else None for t in defs]
+    for ev in overlap:
+        state = states[ev.table]
+        if state is None or ev.kind not in ("INSERT", "UPDATE", "DELETE"):
+            continue
+        t = defs[ev.table]
+        if ev.before is not None:
+            state.pop(t.key_of(ev.before), None)
+        if ev.after is not None:
+            state[t.key_of(ev.after)] = ev.after
+    rows = [list(s.values()) if s is not None else initial[i] for i, s in enumerate(states)]
+    return rows, overlap[-1].ts_us, overlap[-1].seq
+
+
+def _source_table(t: TableDef, special: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "name": t.name, "template": t.template, "primary_key": list(t.primary_key), "insert_only": t.insert_only,
+        "columns": [{"name": c.name, "type": c.type, "nullable": c.nullable, "added_by_ddl": c.added}
+                    for c in t.columns],
+        "datastream_flavour": t.flavour,
+        "ddl": special.get("DDL") if t.ddl else None,
+        "truncate": special.get("TRUNCATE") if t.truncate else None,
+    }
+
+
+def _vendor_format(enc: Any, defs: tuple[TableDef, ...]) -> dict[str, Any]:
+    vf = enc.vf
+    vendor, fmt = VENDOR_FORMATS[vf]
+    vtype = {"datastream": datastream_enc.vendor_type, "replicate": replicate_enc.vendor_type}.get(vendor)
+    tables = {}
+    for t in defs:
+        if vf == "datahub-tuple":
+            types = {c.name: datahub_enc.tuple_type(c) for c in t.columns}
+        elif vendor == "datahub":
+            types = {c.name: datahub_enc.blob_type(c) for c in t.columns}
+        else:
+            types = {c.name: vtype(t, c) for c in t.columns}
+        tables[t.name] = {
+            **enc.identity(t), "primary_key": list(t.primary_key),
+            "columns": [{"name": c.name, "source_type": c.type, "vendor_type": types[c.name],
+                         "truth_kind": truth_kind(vf, t.flavour, c)} for c in final_columns(vf, t)],
+        }
+    return {"vendor": vendor, "format": fmt, "input": f"{vendor}/{fmt}", "truth": f"truth/{vf}",
+            "carries_truncate": vf in CARRIES_TRUNCATE, "carries_added_column": vf in CARRIES_ADDED_COLUMN,
+            "records": enc.counts["records"], "files": enc.counts["files"], "tables": tables}
+
+
+def simulate_command(vendors: list[str], tables: int, rows: int, changes: int, seed: int, out: str,
+                     quirks: list[str] | None) -> int:
+    """CLI entry (`cdcnorm simulate`): run, print a short summary, return the exit code (0 ok, 2 usage)."""
+    try:
+        manifest = simulate(out, vendors or ["all"], tables=tables, rows=rows, changes=changes, seed=seed,
+                            quirks=quirks)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"simulated seed={seed}: {tables} table(s), {rows} row(s) each, {changes} change(s) -> {out}")
+    print(f"quirks: {', '.join(manifest.quirks) or 'none'}")
+    for vf, info in manifest.vendor_formats.items():
+        print(f"  {vf:<18} {info['records']:>9} records in {info['files']:>5} file(s) under {info['input']}/")
+    print(f"truth: {out}/truth/<vendor-format>/<table>.jsonl, changes: {out}/truth/changes.jsonl")
+    return 0
+
+
+__all__ = ["QUIRKS", "VENDOR_FORMATS", "Manifest", "load_changes", "load_truth", "resolve_formats", "simulate",
+           "simulate_command"]

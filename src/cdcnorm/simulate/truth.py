@@ -1,0 +1,211 @@
+"""Ground truth: the final state of every table, projected through what each vendor format can carry.
+
+The projection answers "what would `cdcnorm apply` hold after a faithful decoder of this vendor format read
+everything?". It is written as a table of value *kinds* per (vendor format, Datastream flavour, source type)
+so `docs/simulate.md` can state it rule by rule, plus two content rules: formats that cannot express a
+truncate keep the rows the truncate removed, and formats that cannot carry the added column drop it.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from cdcnorm.simulate.history import ADDED_COLUMN, EPOCH, Col, Event, History, TableDef
+from cdcnorm.simulate.jsonx import UTC, dumps, dumps_tagged, iso_us, plain, tag, untag
+
+VENDOR_FORMATS: dict[str, tuple[str, str]] = {
+    "datastream-json": ("datastream", "json"),
+    "datastream-avro": ("datastream", "avro"),
+    "replicate-json": ("replicate", "json"),
+    "replicate-avro": ("replicate", "avro"),
+    "replicate-capture": ("replicate", "capture"),
+    "datahub-blob": ("datahub", "blob"),
+    "datahub-concat": ("datahub", "concat"),
+    "datahub-tuple": ("datahub", "tuple"),
+}
+"""Every vendor format the simulator writes: name -> (vendor, input folder under OUT/<vendor>/)."""
+
+CARRIES_TRUNCATE = frozenset({"datahub-blob", "datahub-concat"})
+CARRIES_ADDED_COLUMN = frozenset(VENDOR_FORMATS) - {"datahub-tuple"}
+
+_COMMON = {"int": "int", "bigint": "int", "double": "float", "boolean": "bool", "string": "str"}
+
+
+def truth_kind(vf: str, flavour: str, col: Col) -> str:
+    """The kind of value a faithful decoder of `vf` yields for a source column (see docs/simulate.md)."""
+    base = col.base
+    if vf.startswith("datastream"):
+        return _datastream_kind(vf == "datastream-json", flavour, col)
+    if vf.startswith("replicate"):
+        if base == "timestamp":
+            return "timestamp" if vf == "replicate-avro" else "timestamp_ntz"
+        return {"decimal": "decimal", "date": "date", "binary": "bytes"}.get(base) or _COMMON[base]
+    if vf == "datahub-tuple":
+        return {"decimal": "decimal", "date": "ts_midnight", "timestamp": "timestamp",
+                "binary": "str_base64"}.get(base) or _COMMON[base]
+    return {"decimal": "str_decimal", "date": "ts_midnight", "timestamp": "timestamp_ms",
+            "binary": "bytes"}.get(base) or _COMMON[base]
+
+
+def _datastream_kind(is_json: bool, flavour: str, col: Col) -> str:
+    base, pg = col.base, flavour == "postgresql"
+    if base == "decimal":
+        return "str_decimal" if flavour == "oracle" and col.precision_scale[0] > 38 else "decimal"
+    if base == "boolean":
+        return "bool" if pg else "int_bool"
+    if base == "double":
+        return "decimal_repr" if is_json else "float"
+    if base == "date":
+        if is_json:
+            return "str_date" if pg else "str_ts_midnight"
+        return "date" if pg else "ts_midnight"
+    if base == "timestamp":
+        return "str_ts" if is_json else "timestamp"
+    if base == "binary":
+        if pg:
+            return "str_base64" if is_json else "bytes"
+        return "str_hex"
+    return _COMMON[base]
+
+
+def _midnight(d: dt.date) -> dt.datetime:
+    return dt.datetime(d.year, d.month, d.day, tzinfo=UTC)
+
+
+_CONVERT: dict[str, Any] = {
+    "int": lambda v: v, "float": lambda v: v, "str": lambda v: v, "bool": lambda v: v, "decimal": lambda v: v,
+    "date": lambda v: v, "timestamp": lambda v: v, "bytes": lambda v: v,
+    "int_bool": int,
+    "str_decimal": plain,
+    "decimal_repr": lambda v: Decimal(repr(v)),
+    "ts_midnight": _midnight,
+    "timestamp_ms": lambda v: v.replace(microsecond=v.microsecond // 1000 * 1000),
+    "timestamp_ntz": lambda v: v.astimezone(UTC).replace(tzinfo=None),
+    "str_date": lambda v: v.isoformat(),
+    "str_ts_midnight": lambda v: iso_us(_midnight(v)),
+    "str_ts": iso_us,
+    "str_hex": lambda v: v.hex(),
+    "str_base64": lambda v: base64.b64encode(v).decode("ascii"),
+}
+
+
+def project_value(kind: str, value: Any) -> Any:
+    """Apply one projection kind to a source value (NULL stays NULL)."""
+    return None if value is None else _CONVERT[kind](value)
+
+
+def final_columns(vf: str, t: TableDef) -> tuple[Col, ...]:
+    """The table's columns after the run, as `vf` delivers them."""
+    return t.columns if vf in CARRIES_ADDED_COLUMN else t.columns_at(1)
+
+
+def project_row(vf: str, t: TableDef, row: dict[str, Any]) -> dict[str, Any]:
+    """A source row as `vf`'s final state holds it: every final column, absent ones as NULL."""
+    return {c.name: project_value(truth_kind(vf, t.flavour, c), row.get(c.name)) for c in final_columns(vf, t)}
+
+
+def event_record(t: TableDef, ev: Event) -> dict[str, Any]:
+    """The vendor-independent record of one source event, for `OUT/truth/changes.jsonl`."""
+    key = None
+    if t.primary_key and (ev.before or ev.after):
+        key = {k: (ev.before or ev.after)[k] for k in t.primary_key}
+    rec: dict[str, Any] = {
+        "seq": ev.seq, "op": ev.kind, "table": t.name, "ts": EPOCH + dt.timedelta(microseconds=ev.ts_us),
+        "tx": ev.tx or None, "tx_seq": ev.tx_seq or None,
+        "tx_last": ev.tx_last if ev.tx else None, "key": key, "before": ev.before, "after": ev.after,
+        "changed_columns": list(ev.changed) if ev.changed is not None else None,
+        "key_change": ev.key_change, "schema_version": ev.version, "ddl": ev.ddl,
+    }
+    return rec
+
+
+class TruthBuilder:
+    """Replay the history, keep the final state (bounded by the live rows), write every projection."""
+
+    def __init__(self, out: Path, history: History, vfs: list[str], write_changes: bool = True):
+        self.out, self.defs, self.vfs = out / "truth", history.defs, vfs
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.state: list[dict[tuple, dict[str, Any]]] = [{} for _ in self.defs]
+        self.removed_by_truncate: list[dict[tuple, dict[str, Any]]] = [{} for _ in self.defs]
+        self.keyless = {t.index: open(self._keyless_path(t), "wb") for t in self.defs if t.insert_only}  # noqa: SIM115
+        self.changes = open(self.out / "changes.jsonl", "wb") if write_changes else None  # noqa: SIM115
+
+    def _keyless_path(self, t: TableDef) -> Path:
+        return self.out / f".source_{t.name}.jsonl"
+
+    def event(self, ev: Event) -> None:
+        t = self.defs[ev.table]
+        if self.changes is not None:
+            self.changes.write(dumps_tagged(event_record(t, ev)) + b"\n")
+        if t.insert_only:
+            if ev.after is not None:
+                self.keyless[t.index].write(dumps_tagged(ev.after) + b"\n")
+            return
+        state = self.state[t.index]
+        if ev.kind == "TRUNCATE":
+            self.removed_by_truncate[t.index].update(state)
+            state.clear()
+        elif ev.kind == "DDL":
+            for row in state.values():
+                row.setdefault(ADDED_COLUMN.name, None)
+        else:
+            if ev.before is not None:
+                state.pop(t.key_of(ev.before), None)
+            if ev.after is not None:
+                state[t.key_of(ev.after)] = dict(ev.after)
+
+    def finish(self) -> None:
+        if self.changes is not None:
+            self.changes.close()
+        for fh in self.keyless.values():
+            fh.close()
+        for vf in self.vfs:
+            folder = self.out / vf
+            folder.mkdir(parents=True, exist_ok=True)
+            for t in self.defs:
+                with open(folder / f"{t.name}.jsonl", "wb") as fh:
+                    for row in self._final_rows(vf, t):
+                        fh.write(dumps_tagged(project_row(vf, t, row)) + b"\n")
+        for t in self.defs:
+            if t.insert_only:
+                self._keyless_path(t).unlink()
+
+    def _final_rows(self, vf: str, t: TableDef) -> Iterator[dict[str, Any]]:
+        if t.insert_only:
+            with open(self._keyless_path(t), "rb") as fh:
+                for line in fh:
+                    yield untag(json.loads(line))
+            return
+        rows = dict(self.state[t.index])
+        if vf not in CARRIES_TRUNCATE:
+            rows.update(self.removed_by_truncate[t.index])  # keys are never reused: no overlap
+        for key in sorted(rows):
+            yield rows[key]
+
+
+def load_truth(out: str | Path, vendor_format: str) -> dict[str, list[dict[str, Any]]]:
+    """The final state per table for one vendor format, with exact Python values rebuilt from tagged JSON."""
+    folder = Path(out) / "truth" / vendor_format
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no truth for {vendor_format!r} under {folder}; was it simulated?")
+    result: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        with open(path, "rb") as fh:
+            result[path.stem] = [untag(json.loads(line, parse_float=float)) for line in fh if line.strip()]
+    return result
+
+
+def load_changes(out: str | Path) -> Iterator[dict[str, Any]]:
+    """Stream the ordered source change list (`OUT/truth/changes.jsonl`) with typed values."""
+    with open(Path(out) / "truth" / "changes.jsonl", "rb") as fh:
+        for line in fh:
+            yield untag(json.loads(line))
+
+
+__all__ = ["VENDOR_FORMATS", "dumps", "load_changes", "load_truth", "project_row", "tag", "truth_kind"]
