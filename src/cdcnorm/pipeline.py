@@ -7,6 +7,7 @@ named rule, duplicate, or quarantined) and the report's outcome counts add up to
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +48,7 @@ class NormalizeResult:
 
 
 def normalize(
-    source: str | list[str] | DataFrame,
+    source: str | os.PathLike | list[str | os.PathLike] | DataFrame,
     vendor: str | Adapter | None = None,
     *,
     spark: SparkSession | None = None,
@@ -79,7 +80,7 @@ def normalize(
         decoded = decode_messages(raw, adapter)
     else:
         kind = "files"
-        inputs = [source] if isinstance(source, str) else list(source)
+        inputs = [os.fspath(source)] if isinstance(source, str | os.PathLike) else [os.fspath(p) for p in source]
         if not inputs:
             raise UsageError("No input given: name one or more files or folders.")
         say("listing input files")
@@ -91,7 +92,7 @@ def normalize(
         files, skipped = _filter_files(adapter, files, skipped)
         n_files = len(files)
         if not files:
-            raise UsageError(f"None of the input files is {adapter.name} input (skipped: {skipped}).")
+            raise UsageError(f"No data files among the inputs (skipped: {skipped}).")
         frame = files_frame(spark, files)
         adapter = adapter.prepare(spark, frame, kind, lake_obj)
         decoded = decode_files(frame, adapter)
@@ -137,10 +138,10 @@ def normalize(
 
 def _filter_files(adapter: Adapter, files: list[FileEntry], skipped: dict[str, int]
                   ) -> tuple[list[FileEntry], dict[str, int]]:
-    """Keep the files the adapter reads; count the others as skipped objects, by reason."""
+    """Keep the data files; count documentation and code next to them as skipped objects."""
     kept = [f for f in files if adapter.accepts_file(f.path)]
     if len(kept) < len(files):
-        skipped = {**skipped, f"not_{adapter.name}_input": len(files) - len(kept)}
+        skipped = {**skipped, "not_data_file": len(files) - len(kept)}
     return kept, skipped
 
 

@@ -58,8 +58,9 @@ class Adapter:
     name: ClassVar[str] = ""
     formats: ClassVar[tuple[str, ...]] = ()
     Options: ClassVar[type[AdapterOptions]] = AdapterOptions
-    file_extensions: ClassVar[tuple[str, ...]] = ()
-    """File name endings the adapter reads (lower case); other files are skipped and counted. Empty: all."""
+    ignored_suffixes: ClassVar[tuple[str, ...]] = (".md", ".rst", ".py", ".avsc", ".crc")
+    """Documentation, code and schema files kept next to the data: not read, counted as skipped objects.
+    Every other file is decoded, and what is not this vendor's output is quarantined, never silently dropped."""
 
     def __init__(self, options: dict[str, Any] | AdapterOptions | None = None):
         if isinstance(options, AdapterOptions):
@@ -68,9 +69,8 @@ class Adapter:
             self.options = self.Options(**(options or {}))
 
     def accepts_file(self, path: str) -> bool:
-        """Whether a listed file is one this adapter reads (by its name's ending)."""
-        name = path.rsplit("/", 1)[-1].lower()
-        return not self.file_extensions or name.endswith(self.file_extensions)
+        """Whether a listed file is data to decode (not documentation or code next to it)."""
+        return not path.rsplit("/", 1)[-1].lower().endswith(self.ignored_suffixes)
 
     # -- detection -----------------------------------------------------------------------------------------
     @classmethod

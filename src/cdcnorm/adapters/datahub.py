@@ -397,7 +397,6 @@ class DataHubAdapter(Adapter):
     formats = (FMT_BLOB, FMT_TUPLE)
     Options = DataHubOptions
     options: DataHubOptions
-    file_extensions = (".json", ".jsonl", ".json.gz", ".jsonl.gz", ".csv", ".csv.gz", ".parquet", ".txt")
 
     def __init__(self, options: dict[str, Any] | AdapterOptions | None = None):
         super().__init__(options)

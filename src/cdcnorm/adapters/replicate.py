@@ -539,7 +539,6 @@ class ReplicateAdapter(Adapter):
     name: ClassVar[str] = VENDOR
     formats: ClassVar[tuple[str, ...]] = (FMT_JSON, FMT_AVRO, FMT_REGISTRY)
     Options: ClassVar[type[AdapterOptions]] = ReplicateOptions
-    file_extensions: ClassVar[tuple[str, ...]] = (".json", ".jsonl", ".json.gz", ".jsonl.gz", ".avro", ".bin")
 
     def __init__(self, options: dict[str, Any] | AdapterOptions | None = None):
         super().__init__(options)
