@@ -9,11 +9,15 @@ try:
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+local"
 
-__all__ = ["__version__", "normalize", "read_changes", "read_quarantine", "read_schemas"]
+__all__ = ["__version__", "apply", "normalize", "read_changes", "read_quarantine", "read_schemas"]
 
 
 def __getattr__(name: str):
     # Lazy: `import cdcnorm` must not start importing pyspark for `cdcnorm --version`.
+    if name == "apply":
+        from cdcnorm.current import apply
+
+        return apply
     if name == "normalize":
         from cdcnorm.pipeline import normalize
 

@@ -246,6 +246,22 @@ def quarantine_retry(lake: LakeOpt, vendor: Annotated[str | None, typer.Option("
     run_guarded(run)
 
 
+@app.command("apply")
+def apply_cmd(
+    lake: LakeOpt,
+    table: Annotated[list[str] | None, typer.Option("--table", help="Only these tables (table, schema.table or db.schema.table).")] = None,
+    master: MasterOpt = None,
+) -> None:
+    """Build the current state of every source table under LAKE/current/."""
+
+    def run() -> int:
+        from cdcnorm.current import apply_command
+
+        return apply_command(lake, table, master)
+
+    run_guarded(run)
+
+
 @app.command()
 def simulate(
     out: Annotated[str, typer.Option("--out", help="Output folder.")],

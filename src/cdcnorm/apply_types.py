@@ -1,0 +1,158 @@
+"""Types for `cdcnorm apply`: canonical column types -> Spark types, and typed extraction from VARIANT values.
+
+Why a separate module: the mapping is declarative (one table of spellings), shared by the schema-version path
+and the inferred-schema path, and testable without Spark jobs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+MAX_DECIMAL_PRECISION = 38
+
+_SPELLINGS: dict[str, str] = {
+    # canonical names (the lead's addendum) first, then vendor-ish spellings seen in schemas
+    "boolean": "boolean", "bool": "boolean", "bit": "boolean",
+    "int": "int", "integer": "int", "int32": "int", "int4": "int", "smallint": "int", "int16": "int",
+    "int2": "int", "short": "int", "tinyint": "int", "byte": "int", "int8": "int",
+    "bigint": "bigint", "long": "bigint", "int64": "bigint",
+    "float": "float", "real": "float", "float32": "float", "float4": "float",
+    "double": "double", "float64": "double", "float8": "double", "double precision": "double",
+    "string": "string", "str": "string", "text": "string", "varchar": "string", "char": "string",
+    "nvarchar": "string", "nchar": "string", "clob": "string", "time": "string", "uuid": "string",
+    "binary": "binary", "bytes": "binary", "varbinary": "binary", "blob": "binary", "bytea": "binary",
+    "date": "date",
+    "timestamp": "timestamp", "timestamptz": "timestamp", "timestamp_ltz": "timestamp", "instant": "timestamp",
+    "timestamp with time zone": "timestamp",
+    "timestamp_ntz": "timestamp_ntz", "datetime": "timestamp_ntz", "timestamp without time zone": "timestamp_ntz",
+    "variant": "variant", "json": "variant", "jsonb": "variant", "object": "variant", "array": "variant",
+    "struct": "variant", "map": "variant", "void": "string", "null": "string",
+}
+
+_DECIMAL = re.compile(r"^(?:decimal|numeric|number|dec)\s*\(\s*(-?\d+)\s*(?:,\s*(-?\d+)\s*)?\)$")
+_SIMPLE: dict[str, T.DataType] = {
+    "boolean": T.BooleanType(), "int": T.IntegerType(), "bigint": T.LongType(), "float": T.FloatType(),
+    "double": T.DoubleType(), "string": T.StringType(), "binary": T.BinaryType(), "date": T.DateType(),
+    "timestamp": T.TimestampType(), "timestamp_ntz": T.TimestampNTZType(), "variant": T.VariantType(),
+}
+
+
+def spark_type_name(canonical: str | None) -> str:
+    """The Spark SQL type a current-state column gets for a schema version's `canonical_type`.
+
+    Decimals wider than 38 digits become `string` (the lake already holds them as exact decimal text, flagged
+    `decimal_as_string`); anything unknown, including a decimal without a precision, stays `variant` so no
+    value is lost or rounded.
+    """
+    if not canonical:
+        return "variant"
+    name = " ".join(canonical.strip().lower().split())
+    m = _DECIMAL.match(name)
+    if m:
+        p, s = int(m.group(1)), int(m.group(2) or 0)
+        if p < 1 or s < 0 or s > p:
+            return "variant"
+        return "string" if p > MAX_DECIMAL_PRECISION else f"decimal({p},{s})"
+    if name.startswith(("array<", "struct<", "map<", "object<")):
+        return "variant"
+    return _SPELLINGS.get(name, "variant")
+
+
+def spark_type(name: str) -> T.DataType:
+    """A :class:`DataType` for a name returned by :func:`spark_type_name`."""
+    m = _DECIMAL.match(name)
+    if m:
+        return T.DecimalType(int(m.group(1)), int(m.group(2) or 0))
+    return _SIMPLE[name]
+
+
+def extract(values: Column, name: str, type_name: str) -> Column:
+    """Typed value of column `name` from a `map<string, variant>` row image (null when absent or not castable).
+
+    `try_variant_get` makes a value that does not fit the declared type (a decimal-as-string in a decimal
+    column, a nanosecond timestamp kept as text) null or truncated instead of failing the whole table.
+    """
+    value = F.try_element_at(values, F.lit(name))
+    if type_name == "variant":
+        return value
+    return F.try_variant_get(value, "$", type_name)
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    """One column of a current-state table: its name, Spark type name and where the type came from."""
+
+    name: str
+    type: str
+    canonical_type: str | None = None
+
+
+def parse_inferred(ddl: str | None, key_columns: list[str] | None = None) -> list[OutputColumn]:
+    """Columns from `schema_of_variant_agg(after)` output such as ``OBJECT<a: BIGINT, `b c`: STRING>``.
+
+    Used only for tables without a schema version. Key columns come first (in key order), the rest in the
+    order Spark reports them (by name). Nested objects/arrays and mixed types become `variant`; all-null
+    columns (`VOID`) become `string`.
+    """
+    if not ddl or not ddl.startswith("OBJECT<") or not ddl.endswith(">"):
+        return []
+    cols = []
+    for field in _split_top(ddl[len("OBJECT<"):-1]):
+        name, typ = _split_field(field)
+        cols.append(OutputColumn(name, _inferred_type(typ), typ))
+    first = [c for k in key_columns or [] for c in cols if c.name == k]
+    return first + [c for c in cols if c not in first]
+
+
+def _split_top(body: str) -> list[str]:
+    """Split on commas that are not inside <>, () or a backquoted name."""
+    parts, depth, quoted, start = [], 0, False, 0
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "`":
+            if quoted and body[i + 1:i + 2] == "`":
+                i += 2
+                continue
+            quoted = not quoted
+        elif not quoted and ch in "<(":
+            depth += 1
+        elif not quoted and ch in ">)":
+            depth -= 1
+        elif not quoted and depth == 0 and ch == ",":
+            parts.append(body[start:i].strip())
+            start = i + 1
+        i += 1
+    if body[start:].strip():
+        parts.append(body[start:].strip())
+    return parts
+
+
+def _split_field(field: str) -> tuple[str, str]:
+    if field.startswith("`"):
+        i = 1
+        name = []
+        while i < len(field):
+            if field[i] == "`":
+                if field[i + 1:i + 2] == "`":
+                    name.append("`")
+                    i += 2
+                    continue
+                break
+            name.append(field[i])
+            i += 1
+        return "".join(name), field[i + 1:].lstrip(": ").strip()
+    name, _, typ = field.partition(":")
+    return name.strip(), typ.strip()
+
+
+def _inferred_type(typ: str) -> str:
+    upper = typ.upper()
+    if upper.startswith(("OBJECT", "ARRAY")):
+        return "variant"
+    return spark_type_name(typ)
