@@ -135,19 +135,16 @@ def normalize(
 def print_report(report: dict[str, Any], lake: str | None = None) -> None:
     """A readable summary of a run report."""
     oc = report["outcomes"]
-    head = Table(title=f"run {report['run_id']} · {report['vendor']}", show_header=True)
-    for col in ("records read", *oc.keys(), "reconciled"):
-        head.add_column(col, justify="right")
-    head.add_row(str(report["records_read"]), *[str(v) for v in oc.values()],
-                 "[green]yes[/green]" if report["reconciled"] else "[red]NO[/red]")
+    head = Table(title=f"run {report['run_id']} · {report['vendor']}")
+    head.add_column("records", overflow="fold")
+    head.add_column("count", justify="right")
+    head.add_row("read", str(report["records_read"]), end_section=True)
+    for name, value in oc.items():
+        head.add_row(name, str(value))
+    head.add_row("reconciled", "[green]yes[/green]" if report["reconciled"] else "[red]NO[/red]")
     console.print(head)
     if report["rows_by_table_op"]:
-        rows = Table(title="rows written by table and op")
-        for col in ("stream", "database", "schema", "table", "op", "rows"):
-            rows.add_column(col, justify="right" if col == "rows" else "left", overflow="fold")
-        for r in report["rows_by_table_op"]:
-            rows.add_row(_short(r["stream"]), r["database"] or "", r["schema"] or "", r["table"] or "", r["op"], str(r["rows"]))
-        console.print(rows)
+        console.print(_rows_table(report["rows_by_table_op"]))
     for title, data in (("quarantined by reason", report["quarantine_by_reason"]),
                         ("filtered by rule", report["filters_by_rule"]), ("flags", report["flags"])):
         if data:
@@ -161,6 +158,27 @@ def print_report(report: dict[str, Any], lake: str | None = None) -> None:
         console.print("skipped objects: " + ", ".join(f"{k} {v}" for k, v in report["skipped_objects"].items()))
     if lake:
         console.print(f"lake: {lake}  (report: {lake}/runs/{report['run_id']}.json)")
+
+
+_OP_COLUMNS = ("SNAPSHOT", "INSERT", "UPDATE", "DELETE")
+
+
+def _rows_table(rows_by: list[dict[str, Any]]) -> Table:
+    """Rows written, one line per table, one column per data op (other ops summed)."""
+    pivot: dict[tuple, dict[str, int]] = {}
+    for r in rows_by:
+        name = ".".join(p for p in (r["database"], r["schema"], r["table"]) if p) or "(no table)"
+        counts = pivot.setdefault((_short(r["stream"]), name), {})
+        op = r["op"] if r["op"] in _OP_COLUMNS else "other"
+        counts[op] = counts.get(op, 0) + r["rows"]
+    t = Table(title="rows written")
+    t.add_column("stream", overflow="fold")
+    t.add_column("table", overflow="fold")
+    for op in (*_OP_COLUMNS, "other"):
+        t.add_column(op.lower(), justify="right")
+    for (stream, name), counts in sorted(pivot.items()):
+        t.add_row(stream, name, *[str(counts.get(op, "")) for op in (*_OP_COLUMNS, "other")])
+    return t
 
 
 def _short(stream: str | None) -> str:
