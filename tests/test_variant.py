@@ -630,7 +630,7 @@ def test_spark_roundtrip_and_parquet(spark, tmp_path):
     def emit(_batches):
         yield batch
 
-    df = spark.range(1).mapInArrow(emit, "id long, v variant")
+    df = spark.range(1, numPartitions=1).mapInArrow(emit, "id long, v variant")
     rows = [tuple(r) for r in df.orderBy("id").selectExpr(*QUERIES).collect()]
 
     first = rows[0]
