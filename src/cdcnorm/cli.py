@@ -295,6 +295,48 @@ def apply_cmd(
 
 
 @app.command()
+def compare(
+    left: Annotated[str, typer.Option("--left", help="Lake of the left side.")],
+    right: Annotated[str, typer.Option("--right", help="Lake of the right side (may be the same lake).")],
+    left_vendor: Annotated[str | None, typer.Option("--left-vendor", help="V or V:STREAM.")] = None,
+    right_vendor: Annotated[str | None, typer.Option("--right-vendor", help="V or V:STREAM.")] = None,
+    table: Annotated[list[str] | None, typer.Option("--table", help="Only these tables (repeatable).")] = None,
+    table_map: Annotated[list[str] | None, typer.Option("--table-map", help="LEFT=RIGHT for renamed tables.")] = None,
+    report: Annotated[str | None, typer.Option("--report", help="Folder for compare.json and compare.html.")] = None,
+    master: MasterOpt = None,
+) -> None:
+    """Compare two vendors' canonical streams of the same tables: exit 0 when equal, 1 when different."""
+
+    def run() -> int:
+        from cdcnorm.compare import compare_command
+
+        return compare_command(left, right, left_vendor, right_vendor, table, table_map, report, master)
+
+    run_guarded(run)
+
+
+@app.command()
+def cutover(
+    old: Annotated[str, typer.Option("--old", help="Lake of the old vendor.")],
+    new: Annotated[str, typer.Option("--new", help="Lake of the new vendor.")],
+    lake: LakeOpt,
+    old_vendor: Annotated[str | None, typer.Option("--old-vendor")] = None,
+    new_vendor: Annotated[str | None, typer.Option("--new-vendor")] = None,
+    at: Annotated[str, typer.Option("--at", help="Switch time (ISO) or auto.")] = "auto",
+    stream: Annotated[str, typer.Option("--stream", help="Stream name of the stitched stream.")] = "cutover",
+    master: MasterOpt = None,
+) -> None:
+    """Stitch one continuous history: the old vendor before a safe switch point, the new one after."""
+
+    def run() -> int:
+        from cdcnorm.cutover import cutover_command
+
+        return cutover_command(old, old_vendor, new, new_vendor, lake, at, stream, master)
+
+    run_guarded(run)
+
+
+@app.command()
 def simulate(
     out: Annotated[str, typer.Option("--out", help="Output folder.")],
     vendor: Annotated[list[str] | None, typer.Option("--vendor", help="Vendor, vendor format, or all (repeatable).")] = None,

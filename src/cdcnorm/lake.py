@@ -140,7 +140,9 @@ class Lake:
     def schemas(self) -> DataFrame:
         names = tuple(c.name for c in SCHEMA_VERSION_COLUMNS)
         df = self._read("schemas", schema_versions_schema(), names)
-        first = F.min_by(F.struct(*[F.col(f"`{n}`") for n in names]), F.col("first_seen"))
+        # A version without first_seen must still come out (min_by skips rows whose ordering value is null).
+        order = F.struct(F.col("first_seen").isNull(), F.col("first_seen"))
+        first = F.min_by(F.struct(*[F.col(f"`{n}`") for n in names]), order)
         return df.groupBy("version_id").agg(first.alias("s")).select("s.*")
 
 

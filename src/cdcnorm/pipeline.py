@@ -196,7 +196,9 @@ def _schema_rows(decoded: DataFrame) -> DataFrame:
     ident = F.concat_ws("\u0001", *[F.coalesce(F.col(c), F.lit("")) for c in
                                      ("vendor", "stream", "database", "schema", "table", "schema_version")])
     s = s.withColumn("first_seen", F.to_timestamp("first_seen")).withColumn("version_id", F.sha2(ident, 256))
-    first = F.min_by(F.struct(*[F.col(f"`{c.name}`") for c in SCHEMA_VERSION_COLUMNS]), F.col("first_seen"))
+    # min_by skips rows whose ordering value is null: order versions without first_seen last, never drop them.
+    order = F.struct(F.col("first_seen").isNull(), F.col("first_seen"))
+    first = F.min_by(F.struct(*[F.col(f"`{c.name}`") for c in SCHEMA_VERSION_COLUMNS]), order)
     return s.groupBy("version_id").agg(first.alias("x")).select("x.*")
 
 

@@ -24,6 +24,9 @@ _DEFAULTS = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.pythonUDF.arrow.enabled": "true",
+    # Parquet VARIANT shredding widens every decimal of a field to one inferred scale (1.5 is read back as
+    # 1.500000): the lake and current-state tables must keep each value's exact scale.
+    "spark.sql.variant.writeShredding.enabled": "false",
 }
 
 
