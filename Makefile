@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint bench clean check-java
+.PHONY: demo test test-slow e2e-large lint bench clean check-java
 
 check-java:
 	@command -v java >/dev/null 2>&1 || { echo "cdcnorm needs Java 17+ (Spark runs on the JVM): install a JDK, e.g. 'apt-get install openjdk-17-jre-headless'."; exit 1; }
@@ -25,8 +25,14 @@ test: check-java $(STAMP)
 test-slow: check-java $(STAMP)
 	$(PY) -m pytest -q -m slow
 
+e2e-large: check-java $(STAMP)
+	$(PY) -m pytest -q -m slow tests/test_e2e.py
+
+bench: check-java $(STAMP)
+	$(PY) benchmarks/bench.py $(BENCH_ARGS)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests
 
 clean:
-	rm -rf $(VENV) demo-lake build dist
+	rm -rf $(VENV) demo-lake demo-sim demo-sim-lake demo-migration build dist .bench

@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 
 import cdcnorm
 from cdcnorm.adapters.base import Adapter
-from cdcnorm.apply_types import parse_inferred, spark_type_name
+from cdcnorm.apply_types import extract, parse_inferred, spark_type_name
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion, split_key_change
 from cdcnorm.current import TableId, apply_command, path_component, read_index, relative_path, table_path
 from cdcnorm.errors import UsageError
@@ -317,3 +317,15 @@ def test_type_spellings():
     cols = parse_inferred("OBJECT<a: BIGINT, `b c,``d`: DECIMAL(5,2), id: STRING, o: OBJECT<x: BIGINT>, z: VOID>", ["id"])
     assert [(c.name, c.type) for c in cols] == [
         ("id", "string"), ("a", "bigint"), ("b c,`d", "decimal(5,2)"), ("o", "variant"), ("z", "string")]
+
+
+def test_wide_decimal_text_keeps_the_declared_scale(spark):
+    """A decimal(60,20) value that fit a VARIANT decimal is written with its 20 digits of scale, not `1.5`."""
+    values = ["0.00000000000729415390", "1.5", '"123456789012345678901234567890123456789.50000000000000000000"',
+              "1.123456789012345678901", "null"]
+    df = spark.createDataFrame([(v,) for v in values], "x string").select(
+        F.map_from_arrays(F.array(F.lit("d")), F.array(F.parse_json("x"))).alias("m"))
+    got = [r[0] for r in df.select(extract(F.col("m"), "d", "string", "decimal(60,20)")).collect()]
+    assert got == ["0.00000000000729415390", "1.50000000000000000000",
+                   "123456789012345678901234567890123456789.50000000000000000000",
+                   "1.123456789012345678901", None]  # a finer scale is never rounded: kept as its own text

@@ -7,6 +7,7 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
+import fastavro
 import orjson
 import pytest
 from pyspark.sql.types import VariantVal
@@ -30,6 +31,7 @@ SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "replicate"
 EH = SAMPLES / "eventhubs" / "replicate-ns"
 ORDERS_JSON = SAMPLES / "json" / "orders_wide.jsonl"
 ORDERS_AVRO = EH / "orders-avro" / "0" / "2024/05/01/10/10/00.avro"
+ORDERS_SINK = SAMPLES / "avro" / "orders_wide_sink.avro"
 CUSTOMERS_DT = EH / "customers" / "0" / "2024/05/01/11/02/00.avro"
 CUSTOMERS_MD = EH / "customers" / "1" / "2024/05/01/11/05/00.avro"
 CONTROL = EH / "attrep_apply_exceptions" / "0" / "2024/05/01/12/00/00.avro"
@@ -401,6 +403,33 @@ def test_avro_envelope_matches_json():
             assert j[col] == a[col], col
     assert {r["format"] for r in av} == {"replicate.avro"}
     assert {r["stream"] for r in av} == {"orders-avro"}
+
+
+def test_avro_container_of_envelopes_matches_json():
+    """A sink's Avro container of MessageEnvelope records decodes like the messages themselves."""
+    rows = read(ORDERS_SINK)
+    assert outcomes(rows)[0] == ("metadata", "replicate_metadata")
+    js, av = changes(read(ORDERS_JSON)), changes(rows)
+    assert [r["op"] for r in av] == WIDE_OPS
+    for j, a in zip(js, av, strict=True):
+        for col in ("key", "before", "after", "changed_columns", "missing_columns", "flags", "position",
+                    "source_ts", "primary_keys", "schema_version"):
+            assert j[col] == a[col], col
+    assert {r["format"] for r in av} == {"replicate.avro"}
+    assert {r["stream"] for r in av} == {"orders_wide_sink"}
+    assert av[2]["origin"] == {"uri": str(ORDERS_SINK), "partition": None, "offset": None, "index": 3}
+    assert ReplicateAdapter.sniff("x.avro", ORDERS_SINK.read_bytes()[:4096])
+    with ORDERS_SINK.open("rb") as fh:
+        [entry] = ReplicateAdapter().metadata_from_file(str(ORDERS_SINK), fh)
+    assert entry["table"] == "ORDERS_WIDE" and len(entry["columns"]) == 18
+
+
+def test_avro_container_of_other_records_is_quarantined(tmp_path):
+    path = tmp_path / "other.avro"
+    schema = {"type": "record", "name": "Other", "fields": [{"name": "x", "type": "int"}]}
+    with path.open("wb") as fh:
+        fastavro.writer(fh, fastavro.parse_schema(schema), [{"x": 1}, {"x": 2}])
+    assert outcomes(read(path)) == [("quarantine", "unsupported_format")]
 
 
 def test_capture_origin_and_enqueued_time():

@@ -436,12 +436,25 @@ def _result(state: dict) -> dict[str, list[dict]]:
     return {t: list(rows.values()) for t, rows in state.items()}
 
 
+def _typed_numbers(records) -> list[dict]:
+    """Datastream's `number` logical type is a numeric value carried as a string: read it as Decimal."""
+    payload = next(f["type"] for f in records.writer_schema["fields"] if f["name"] == "payload")
+    numbers = [f["name"] for f in payload["fields"]
+               if any(isinstance(t, dict) and t.get("logicalType") == "number" for t in f["type"])]
+    events = list(records)
+    for e in events:
+        for n in numbers:
+            if e["payload"].get(n) is not None:
+                e["payload"][n] = Decimal(e["payload"][n])
+    return events
+
+
 def _replay_datastream(fmt: str):
     def run(out: Path) -> dict:
         events = []
         for p in _files(out / "datastream" / fmt, ".avro", ".jsonl", ".jsonl.gz"):
             if fmt == "avro":
-                events += list(fastavro.reader(p.open("rb")))
+                events += _typed_numbers(fastavro.reader(p.open("rb")))
             else:
                 raw = gzip.decompress(p.read_bytes()) if p.name.endswith(".gz") else p.read_bytes()
                 events += [json.loads(line, parse_float=Decimal) for line in raw.decode("utf-8").splitlines()]
@@ -471,6 +484,8 @@ def _ds_position(e: dict) -> tuple:
 
 
 def _replicate_typed(rtype: str, v):
+    if isinstance(v, dt.datetime) and v.tzinfo is not None:  # Avro timestamp-micros carries DATETIME's wall clock
+        return v.astimezone(UTC).replace(tzinfo=None)
     if v is None or not isinstance(v, str):
         return v
     if rtype == "NUMERIC":
@@ -572,7 +587,7 @@ def _replay_datahub_blob(fmt: str):
 
 def _tuple_typed(ftype: str, v: str):
     if v == "":
-        return None
+        return "" if ftype == "STRING" else None  # the DataHub SDK's rule: '' is NULL except for STRING
     if ftype in ("BIGINT", "INTEGER"):
         return int(v)
     if ftype == "DECIMAL":

@@ -24,7 +24,7 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
-from fastavro import parse_schema, schemaless_writer, writer
+from fastavro import parse_schema, schemaless_reader, schemaless_writer, writer
 
 HERE = Path(__file__).resolve().parent
 
@@ -530,6 +530,16 @@ def capture_file(
         writer(fh, parse_schema(schema), records, codec=codec, sync_marker=b"cdcnorm-replicat")
 
 
+def envelope_container(path: Path, envelopes: list[bytes]) -> None:
+    """An Avro container file of MessageEnvelope records: what a Kafka-to-storage sink (e.g. the S3/GCS
+    connectors with the Avro format) writes for a Replicate topic; each record is one message value."""
+    parsed = parse_schema(ENVELOPE)
+    records = [schemaless_reader(io.BytesIO(e), parsed, None) for e in envelopes]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        writer(fh, parsed, records, sync_marker=b"cdcnorm-replicat")
+
+
 def write_lines(path: Path, lines: list[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -554,6 +564,8 @@ def main() -> None:
         bodies,
         [f"5/1/2024 10:10:{i:02d} AM" for i in range(len(bodies))],
     )
+    # ... and as a sink's Avro container file of the envelopes themselves
+    envelope_container(HERE / "avro" / "orders_wide_sink.avro", bodies)
 
     # 2. DT before its MD: Avro DTs in partition 0, their MD in partition 1 (another file)
     cust_rows = [
@@ -581,10 +593,12 @@ def main() -> None:
         first_seq=7,
     )
     # ... and in one JSON file, DT first: the adapter's prescan finds the MD below it
+    # (its own schemaId: the JSON task's data schema differs from the Avro task's, and a schemaId names one schema)
+    json_sid = schema_id("CUSTOMERS/json", 1)
     write_lines(
         HERE / "json" / "customers_dt_before_md.jsonl",
-        [json_dt(schema_id("CUSTOMERS", 1), d, b, h) for d, b, h in cust_rows]
-        + [json_md("CUSTOMERS", CUSTOMERS, 1, "2024-05-01T10:59:00.000")],
+        [json_dt(json_sid, d, b, h) for d, b, h in cust_rows]
+        + [json_md("CUSTOMERS", CUSTOMERS, 1, "2024-05-01T10:59:00.000").replace(schema_id("CUSTOMERS", 1), json_sid)],
     )
 
     # 3. DDL: PRODUCTS v1 -> v2 (COLOR added, OLD_CODE dropped, PRICE NUMERIC(8,2) -> NUMERIC(12,2))

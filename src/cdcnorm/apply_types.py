@@ -71,16 +71,44 @@ def spark_type(name: str) -> T.DataType:
     return _SIMPLE[name]
 
 
-def extract(values: Column, name: str, type_name: str) -> Column:
+def extract(values: Column, name: str, type_name: str, canonical: str | None = None) -> Column:
     """Typed value of column `name` from a `map<string, variant>` row image (null when absent or not castable).
 
     `try_variant_get` makes a value that does not fit the declared type (a decimal-as-string in a decimal
     column, a nanosecond timestamp kept as text) null or truncated instead of failing the whole table.
+    A decimal wider than 38 digits (`canonical`) is a string column; see :func:`_wide_decimal_text`.
     """
     value = F.try_element_at(values, F.lit(name))
     if type_name == "variant":
         return value
+    scale = wide_decimal_scale(canonical) if type_name == "string" else None
+    if scale is not None:
+        return _wide_decimal_text(value, scale)
     return F.try_variant_get(value, "$", type_name)
+
+
+def wide_decimal_scale(canonical: str | None) -> int | None:
+    """The declared scale of a `decimal(p,s)` with p > 38 (stored as text), else None."""
+    m = _DECIMAL.match(" ".join((canonical or "").strip().lower().split()))
+    if not m:
+        return None
+    p, s = int(m.group(1)), int(m.group(2) or 0)
+    return s if p > MAX_DECIMAL_PRECISION and 0 <= s <= MAX_DECIMAL_PRECISION else None
+
+
+def _wide_decimal_text(value: Column, scale: int) -> Column:
+    """Exact text of a wide-decimal value at the column's scale.
+
+    The lake keeps a value of such a column as a VARIANT decimal when it fits 38 digits (else as text), and
+    VARIANT-to-string drops trailing zeros (`1.50` -> `1.5`): render those through `decimal(38, scale)`
+    instead, which keeps the declared scale, but only when that is exact (the value's own scale, as
+    `schema_of_variant` reports it, is not larger). Text values and anything else stay as they are.
+    """
+    kind = F.schema_of_variant(value)
+    own_scale = F.regexp_extract(kind, r"^DECIMAL\(\d+,(\d+)\)$", 1)
+    padded = F.try_variant_get(value, "$", f"decimal(38,{scale})").cast("string")
+    exact = kind.startswith("DECIMAL") & (own_scale.cast("int") <= scale) & padded.isNotNull()
+    return F.when(exact, padded).otherwise(F.try_variant_get(value, "$", "string"))
 
 
 @dataclass(frozen=True)

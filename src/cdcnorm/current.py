@@ -27,6 +27,7 @@ from cdcnorm.apply_types import OutputColumn, extract, parse_inferred, spark_typ
 from cdcnorm.canonical.schema import OPS
 from cdcnorm.errors import UsageError
 from cdcnorm.lake import Lake
+from cdcnorm.session import keep_exact_variants
 
 IDENT = ("vendor", "stream", "database", "schema", "table")
 ROW_OPS = ("INSERT", "UPDATE", "DELETE", "SNAPSHOT")
@@ -143,6 +144,7 @@ def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write
     With `write`, each table is written (overwrite) under `LAKE/current/` and the returned DataFrames read
     the written files; without it, the state is computed once, persisted, and the DataFrames are views of it.
     """
+    keep_exact_variants(spark)
     lk = Lake(spark, lake)
     selected = _name_filter(tables)
     changes = lk.changes().withColumn("_tid", _tid_col())
@@ -366,7 +368,8 @@ def _typed(state: DataFrame, plan: TablePlan) -> DataFrame:
         state = state.withColumn("_rep", F.explode(F.sequence(F.lit(1).cast("long"), F.col("_n"))))
     if not plan.columns:
         return state.select(F.col("values").alias("_row"))  # no schema and nothing to infer from: keep the image
-    return state.select(*[extract(F.col("values"), c.name, c.type).alias(c.name) for c in plan.columns])
+    return state.select(*[extract(F.col("values"), c.name, c.type, c.canonical_type).alias(c.name)
+                          for c in plan.columns])
 
 
 def _output_schema(plan: TablePlan) -> T.StructType:

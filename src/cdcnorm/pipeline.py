@@ -28,7 +28,7 @@ from cdcnorm.canonical.schema import (
 from cdcnorm.errors import CdcError, UsageError
 from cdcnorm.fs import FileEntry, list_files, open_input
 from cdcnorm.lake import Lake, new_run_id
-from cdcnorm.session import get_spark
+from cdcnorm.session import get_spark, keep_exact_variants
 from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
 
 Progress = Callable[[str], None]
@@ -66,6 +66,7 @@ def normalize(
     """
     say = progress or (lambda _msg: None)
     spark = spark or get_spark()
+    keep_exact_variants(spark)
     started = dt.datetime.now(dt.UTC)
     run_id = new_run_id()
     lake_obj = Lake(spark, lake, create=True) if lake else None

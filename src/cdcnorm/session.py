@@ -52,6 +52,15 @@ def jvm_output_to_log() -> Iterator[None]:
             os.close(saved)
 
 
+def keep_exact_variants(spark: SparkSession) -> None:
+    """Turn off Parquet VARIANT shredding on a session (also one the user passed in).
+
+    Spark's shredding widens every decimal of a field to one inferred scale (1.5 is read back as 1.500000);
+    the lake and the current-state tables must keep each value's exact scale.
+    """
+    spark.conf.set("spark.sql.variant.writeShredding.enabled", "false")
+
+
 def get_spark(master: str | None = None, app_name: str = "cdcnorm", conf: dict[str, str] | None = None,
               quiet: bool = False) -> SparkSession:
     """Return the active session or create one configured for cdcnorm (`quiet`: JVM output to a log file)."""

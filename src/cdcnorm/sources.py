@@ -36,12 +36,46 @@ _MESSAGE_COLUMNS = {
 }
 
 
+TASKS_PER_CORE = 4
+"""Decode tasks per core: enough that a core finishing early takes more work, few enough to cost nothing."""
+_LITERAL_FILES = 20_000
+"""Above this many files the file list travels as a Python-created DataFrame instead of a plan literal."""
+
+
+def pack_files(files: list[FileEntry], tasks: int) -> list[list[FileEntry]]:
+    """Spread files over `tasks` bins of nearly equal bytes: largest file first into the lightest bin (LPT).
+
+    Bins come back heaviest first: Spark starts tasks in partition order, so the big ones start early and the
+    light ones fill the gaps at the end.
+    """
+    bins: list[list[FileEntry]] = [[] for _ in range(max(1, min(tasks, len(files))))]
+    loads = [0] * len(bins)
+    for f in sorted(files, key=lambda f: (-f.size, f.path)):
+        i = loads.index(min(loads))
+        bins[i].append(f)
+        loads[i] += max(f.size, 1)
+    order = sorted(range(len(bins)), key=lambda i: -loads[i])
+    return [bins[i] for i in order]
+
+
 def files_frame(spark: SparkSession, files: list[FileEntry]) -> DataFrame:
-    """A DataFrame of input paths spread over tasks (largest first, so big files start early)."""
-    ordered = sorted(files, key=lambda f: -f.size)
-    df = spark.createDataFrame([(f.path, f.size) for f in ordered], "path string, size long")
-    parallelism = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
-    return df.repartition(parallelism, "path") if len(files) > 1 else df.coalesce(1)
+    """A DataFrame of input paths (`path`, `size`), one partition per bin of `pack_files`.
+
+    The bins are a literal in the plan over `spark.range` with one row per partition, so the frame needs no
+    shuffle and no Python worker, and every decode task gets about the same number of bytes (hashing paths
+    into partitions left one core idle while the other decoded the big files).
+    """
+    bins = pack_files(files, spark.sparkContext.defaultParallelism * TASKS_PER_CORE)
+    if len(files) > _LITERAL_FILES:
+        rows = [(f.path, f.size, i) for i, b in enumerate(bins) for f in b]
+        df = spark.createDataFrame(rows, "path string, size long, _bin int")
+        return df.repartitionByRange(len(bins), "_bin").drop("_bin")
+    literal = F.array(*[
+        F.array(*[F.struct(F.lit(f.path).alias("path"), F.lit(f.size).cast("long").alias("size")) for f in b])
+        for b in bins
+    ])
+    slots = spark.range(0, len(bins), 1, len(bins))
+    return slots.select(F.explode(F.element_at(literal, (F.col("id") + 1).cast("int"))).alias("f")).select("f.*")
 
 
 def decode_files(files: DataFrame, adapter: Adapter) -> DataFrame:

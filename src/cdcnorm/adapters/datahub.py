@@ -158,8 +158,9 @@ class DataHubOptions(AdapterOptions):
     """TUPLE: source schema name (else a `schema=<name>` folder); ignored for MySQL-family sources."""
     table: str | None = None
     """TUPLE: table name for rows without `_source_table_` (else a `table=<name>` folder)."""
-    primary_keys: list[str] | None = None
-    """TUPLE: primary-key columns (TUPLE topics do not carry them)."""
+    primary_keys: list[str] | dict[str, list[str]] | None = None
+    """TUPLE: primary-key columns (TUPLE topics do not carry them); a dict gives them by table or topic name,
+    like `tuple_schemas`, for runs over several topics."""
     tuple_schema: Any = None
     """TUPLE: the topic's RecordSchema (JSON text, GetTopic response, list of {name, type} or "name:TYPE")."""
     tuple_schemas: dict[str, Any] | None = None
@@ -618,6 +619,12 @@ class DataHubAdapter(Adapter):
                 return by_name[n]
         return self.options.tuple_schema
 
+    def _tuple_keys(self, *names: str | None) -> list[str] | None:
+        keys = self.options.primary_keys
+        if not isinstance(keys, dict):
+            return keys
+        return next((keys[n] for n in names if n and n in keys), None)
+
     # -- Blob -----------------------------------------------------------------------------------------------
     def _blob(self, msg: dict, where: _Where) -> list:
         schema = _object(msg.get("schema"), "schema")
@@ -735,7 +742,7 @@ class DataHubAdapter(Adapter):
             ev.op_letter,
             ev.source_ts,
             where.capture_ts,
-            o.primary_keys,
+            self._tuple_keys(table, where.topic),
             flags=[*flags, *ev.flags],
         )
         if types is not None and any(k not in types for k in ev.image) and "no_schema" not in b.flags:

@@ -117,6 +117,10 @@ def parse_json_text(s: Any) -> Any:
         return s
 
 
+_MILLIS_TEXT = re.compile(r"-?\d+")
+_NANOS = re.compile(r"(\.\d{6})\d+")
+
+
 def parse_ts(value: Any) -> dt.datetime | None:
     """Envelope timestamps in every observed form -> UTC datetime.
 
@@ -134,9 +138,10 @@ def parse_ts(value: Any) -> dt.datetime | None:
         return millis_to_ts(int(value))
     if isinstance(value, str):
         text = value.strip()
-        if re.fullmatch(r"-?\d+", text):
+        if _MILLIS_TEXT.fullmatch(text):
             return millis_to_ts(int(text))
-        text = re.sub(r"(\.\d{6})\d+", r"\1", text)  # nanoseconds: keep micros
+        if _NANOS.search(text):
+            text = _NANOS.sub(r"\1", text)  # nanoseconds: keep micros
         ts = dt.datetime.fromisoformat(text)
         return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
     raise ValueError(f"not a timestamp: {value!r}")
@@ -177,9 +182,15 @@ def has_float(o: Any) -> bool:
     if t is float:
         return True
     if t is dict:
-        return any(has_float(v) for v in o.values())
-    if t is list:
-        return any(has_float(v) for v in o)
+        values: Any = o.values()
+    elif t is list:
+        values = o
+    else:
+        return False
+    for v in values:  # a loop, not any(generator): scalars cost one type check (this runs on every line)
+        tv = type(v)
+        if tv is float or ((tv is dict or tv is list) and has_float(v)):
+            return True
     return False
 
 

@@ -4,7 +4,8 @@ Shapes (reference `replicate.md` §1): the JSON envelope `{"magic":"atMSG","type
 JSON data messages `{data, beforeData, headers}`, the Avro `MessageEnvelope` (bytes start with `atMSG`)
 whose `message` is Avro of the metadata or the data record, and the Confluent wire format (`0x00` + 4-byte
 schema id + Avro `DataRecord`) with schemas from a local folder/file (`schema_registry`). Containers: JSON
-and JSON-lines files, Event Hubs Capture Avro files (`EventData.Body` is the message), single raw-message
+and JSON-lines files, Event Hubs Capture Avro files (`EventData.Body` is the message), Avro container files
+of `MessageEnvelope` records (a Kafka-to-storage sink's Avro output), single raw-message
 files (`.bin`), and Kafka-shaped DataFrames through :meth:`ReplicateAdapter.decode_message`.
 
 Metadata (MD) messages fill a :class:`~cdcnorm.adapters.replicate_catalog.Catalog`; data (DT) messages are
@@ -402,6 +403,32 @@ def _avro_envelope(value: bytes) -> _Envelope:
     )
 
 
+def _container_kind(writer_schema: Any) -> str | None:
+    """What an Avro container file holds: `capture` (EventData), `envelope` (MessageEnvelope) or None."""
+    names = {f.get("name") for f in (writer_schema or {}).get("fields", []) if isinstance(f, dict)}
+    if "Body" in names:
+        return "capture"
+    if {"magic", "type", "message"} <= names:
+        return "envelope"
+    return None
+
+
+def envelope_bytes(rec: Any) -> bytes:
+    """A MessageEnvelope record read from a container, re-encoded as the Kafka message value it was."""
+    from fastavro import schemaless_writer
+
+    bio = io.BytesIO()
+    try:
+        schemaless_writer(bio, _envelope_schema(), rec)
+    except Exception as exc:
+        raise DecodeError(
+            "bad_envelope",
+            f"a container record does not fit the MessageEnvelope schema ({type(exc).__name__}: {exc}); "
+            "check that the file holds Replicate Avro envelopes",
+        ) from None
+    return bio.getvalue()
+
+
 def _md_message(env: _Envelope) -> dict[str, Any]:
     if env.fmt == FMT_JSON:
         return env.payload
@@ -575,7 +602,9 @@ class ReplicateAdapter(Adapter):
     # -- detection -------------------------------------------------------------------------------------------
     @classmethod
     def sniff(cls, path: str | None, head: bytes) -> bool:
-        if head[:5] == MAGIC or (head[:4] == b"Obj\x01" and b"EventData" in head[:4096]):
+        if head[:5] == MAGIC or (
+            head[:4] == b"Obj\x01" and (b"EventData" in head[:4096] or b"MessageEnvelope" in head[:4096])
+        ):
             return True
         text = head[:8192]
         return b'"atMSG"' in text or (b'"changeSequence"' in text and b'"operation"' in text)
@@ -610,6 +639,8 @@ class ReplicateAdapter(Adapter):
         return [e for doc in self._json_docs_for_scan(fh) for e in _json_md_entries(doc)]
 
     def _read_capture(self, path: str, fh: IO[bytes], out: BatchBuilder) -> Iterator[None]:
+        """An Avro container: Event Hubs Capture `EventData` (Body = message) or `MessageEnvelope` records
+        (what a Kafka-to-storage sink with the Avro format writes; each record is one Kafka message value)."""
         from fastavro import reader
 
         topic, partition = capture_location(path)
@@ -620,16 +651,21 @@ class ReplicateAdapter(Adapter):
         index = 0
         try:
             records = reader(fh)
-            if "Body" not in {f["name"] for f in records.writer_schema.get("fields", [])}:
+            kind = _container_kind(records.writer_schema)
+            if kind is None:
                 out.begin_record(path, 0, raw=_file_bytes(fh))
                 out.quarantine(
                     "unsupported_format",
-                    "an Avro container file whose records have no `Body` field "
-                    "is not an Event Hubs Capture file",
+                    "an Avro container file whose records have neither a `Body` field (Event Hubs Capture) "
+                    "nor the MessageEnvelope fields magic/type/message is not Replicate output",
                 )
                 yield
                 return
             for rec in records:
+                if kind == "envelope":
+                    yield from self._container_envelope(path, index, rec, ctx_base, out)
+                    index += 1
+                    continue
                 body = rec.get("Body")
                 seq = rec.get("SequenceNumber")
                 out.begin_record(
@@ -648,13 +684,33 @@ class ReplicateAdapter(Adapter):
             )
             yield
 
+    def _container_envelope(
+        self, path: str, index: int, rec: Any, ctx: _Ctx, out: BatchBuilder
+    ) -> Iterator[None]:
+        """One MessageEnvelope record of a container, decoded as the Kafka message value it was."""
+        try:
+            value = envelope_bytes(rec)
+        except DecodeError as exc:
+            out.begin_record(path, index, raw=orjson.dumps(rec, default=repr))
+            out.set_context(VENDOR, FMT_AVRO)
+            out.quarantine(exc.error_class, exc.message)
+        else:
+            out.begin_record(path, index, raw=value)
+            self._decode_value(value, ctx, out)
+        yield
+
     @staticmethod
     def _capture_bodies(fh: IO[bytes]) -> Iterator[bytes]:
         from fastavro import reader
 
         try:
-            for rec in reader(fh):
-                body = rec.get("Body")
+            records = reader(fh)
+            kind = _container_kind(records.writer_schema)
+            for rec in records:
+                if kind == "envelope":
+                    body = envelope_bytes(rec) if rec.get("type") == "MD" else None
+                else:
+                    body = rec.get("Body")
                 if might_be_metadata(body):
                     yield body
         except Exception:

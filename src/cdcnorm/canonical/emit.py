@@ -85,11 +85,70 @@ ARROW_SCHEMA = _arrow_schema()
 _NAMES = [f.name for f in ARROW_SCHEMA]
 _VARIANT_COLS = ("key", "before", "after")
 
+# Rows are buffered as flat tuples ("slots") and transposed once per batch, so a row costs one tuple instead
+# of one list append per column. A VARIANT column takes two slots (value, metadata), `origin` five (its four
+# fields and whether it is null). `BatchBuilder.change` writes its tuple in this order literally (the hot path);
+# the import-time check below keeps the two in step.
+_ORIGIN_FIELDS = ("uri", "partition", "offset", "index")
+
+
+def _slot_names() -> list[str]:
+    names: list[str] = []
+    for name in _NAMES:
+        if name in _VARIANT_COLS:
+            names += [name, name + "#metadata"]
+        elif name == "origin":
+            names += [f"origin#{f}" for f in _ORIGIN_FIELDS] + ["origin#null"]
+        else:
+            names.append(name)
+    return names
+
+
+_SLOTS = _slot_names()
+_SLOT_INDEX = {n: i for i, n in enumerate(_SLOTS)}
+_CHANGE_SLOTS = [
+    "vendor", "format", "stream", "source_db", "database", "schema", "table", "op", "vendor_op", "flags",
+    "primary_keys", "key", "key#metadata", "key_bytes", "before", "before#metadata", "after", "after#metadata",
+    "changed_columns", "missing_columns", "ddl", "ddl_changes", "schema_version", "source_ts", "capture_ts",
+    "tx_id", "tx_seq", "tx_last", "position", "sort_key", "event_id", "origin#uri", "origin#partition",
+    "origin#offset", "origin#index", "origin#null", "_kind", "_records", "_merged", "_rule", "_message", "_raw",
+    "_pair", "_pair_role", "_schema",
+]
+if _CHANGE_SLOTS != _SLOTS:  # pragma: no cover - a column was added to schema.COLUMNS: update change()
+    raise RuntimeError("emit.BatchBuilder.change is out of step with the decoded schema")
+_NO_ORIGIN = (None, None, None, None, True)
+_VARIANT_FIELDS = list(variant.VARIANT_ARROW_TYPE)
+_ORIGIN_ARROW = ARROW_SCHEMA.field("origin").type
+
+_ID_PREFIX: dict[tuple, bytes] = {}
+_ID_PREFIX_MAX = 4096
+
 
 def event_id_of(vendor: str, stream: str, table_ident: tuple, id_parts: tuple) -> str:
-    """Deterministic event id: BLAKE2b-128 of the tuple encoding of stable identity fields."""
-    data = tuple_codec.encode((vendor, stream, *table_ident, *id_parts))
+    """Deterministic event id: BLAKE2b-128 of the tuple encoding of stable identity fields.
+
+    The encoding of a tuple is the concatenation of its elements' encodings, so the (vendor, stream, table)
+    prefix is encoded once per table and cached.
+    """
+    head = (vendor, stream, *table_ident)
+    try:
+        prefix = _ID_PREFIX[head]
+    except KeyError:
+        if len(_ID_PREFIX) >= _ID_PREFIX_MAX:
+            _ID_PREFIX.clear()
+        prefix = _ID_PREFIX[head] = tuple_codec.encode(head)
+    except TypeError:  # an unhashable identity part: not cached
+        prefix = tuple_codec.encode(head)
+    data = prefix + tuple_codec.encode(tuple(id_parts))
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _decimal_fits(value: Decimal) -> bool:
+    try:
+        variant.encode(value)
+    except variant.VariantEncodeError:
+        return False
+    return True
 
 
 def _variant_safe(value: Any, flags: list[str]) -> Any:
@@ -99,7 +158,7 @@ def _variant_safe(value: Any, flags: list[str]) -> Any:
     if isinstance(value, list | tuple):
         return [_variant_safe(v, flags) for v in value]
     if isinstance(value, Decimal):
-        if not value.is_finite() or len(value.as_tuple().digits) > 38 or value.as_tuple().exponent < -38:
+        if not _decimal_fits(value):  # > 38 digits, or a scale/exponent decimal(38) cannot hold, or not finite
             if "decimal_as_string" not in flags:
                 flags.append("decimal_as_string")
             return format(value, "f") if value.is_finite() else str(value)
@@ -127,28 +186,33 @@ def _key_bytes(values: tuple) -> bytes:
         return tuple_codec.encode(safe)
 
 
-def _encode_variant(value: Any, flags: list[str]) -> tuple[bytes, bytes] | None:
+def _encode_variant(value: Any, flags: list[str]) -> tuple[bytes, bytes] | tuple[None, None]:
+    """(value, metadata) of an image; numbers beyond decimal(38) become exact strings, flagged."""
     if value is None:
-        return None
+        return None, None
     try:
-        return variant.encode(value)
+        encoded, metadata, widened = variant.encode_lenient(value)
     except (variant.VariantEncodeError, OverflowError, TypeError, ValueError):
         return variant.encode(_variant_safe(value, flags))
+    if widened and "decimal_as_string" not in flags:
+        flags.append("decimal_as_string")
+    return encoded, metadata
 
 
 class BatchBuilder:
     """Collects decoded outcomes of input records and turns them into Arrow record batches."""
 
     def __init__(self) -> None:
-        self._cols: dict[str, list] = {n: [] for n in _NAMES}
-        self._origin: dict[str, Any] | None = None
+        self._rows: list[tuple] = []
+        self._origin: tuple = _NO_ORIGIN
         self._raw: bytes | None = None
         self._counted = True
+        self._open = False
         self._vendor: str | None = None
         self._format: str | None = None
 
     def __len__(self) -> int:
-        return len(self._cols["_kind"])
+        return len(self._rows)
 
     def set_context(self, vendor: str, fmt: str) -> None:
         """Vendor and format used for quarantine/metadata rows that carry no change."""
@@ -158,13 +222,14 @@ class BatchBuilder:
                      offset: str | None = None, raw: bytes | None = None) -> None:
         """Start the outcomes of one input record (its origin; raw bytes are kept for the quarantine)."""
         self.end_record()
-        self._origin = {"uri": uri, "partition": partition, "offset": offset, "index": index}
+        self._origin = (uri, partition, offset, index, False)
         self._raw = raw
         self._counted = False
+        self._open = True
 
     def end_record(self) -> None:
         """Close the current record; a record that produced no outcome is quarantined, never lost."""
-        if not self._counted and self._origin is not None:
+        if not self._counted and self._open:
             self.quarantine("no_outcome", "the adapter produced no row for this record (a cdcnorm bug: report it)")
 
     @property
@@ -172,16 +237,20 @@ class BatchBuilder:
         return not self._counted
 
     def _row(self, kind: str, **values: Any) -> None:
-        cols = self._cols
+        """A row of any kind from named values (the rare kinds; `change` builds its tuple directly)."""
         values.setdefault("vendor", self._vendor)
         values.setdefault("format", self._format)
         values["_kind"] = kind
         values["_records"] = 0 if self._counted else 1
         values["_merged"] = 0
-        values["origin"] = self._origin
         self._counted = True
-        for name in _NAMES:
-            cols[name].append(values.get(name))
+        for name in _VARIANT_COLS:
+            pair = values.pop(name, None)
+            if pair is not None:
+                values[name], values[name + "#metadata"] = pair
+        for name, v in zip(_SLOTS[_SLOT_INDEX["origin#uri"]:], self._origin, strict=False):
+            values[name] = v
+        self._rows.append(tuple(map(values.get, _SLOTS)))
 
     def change(self, c: Change) -> None:
         """Emit one canonical change row."""
@@ -192,21 +261,24 @@ class BatchBuilder:
             key = key_of(c.before if c.op == "DELETE" else (c.after or c.before), pks)
         key_bytes = None
         if key is not None and pks:
-            key_bytes = _key_bytes(tuple(key.get(k) for k in pks))
+            key_bytes = _key_bytes(tuple(map(key.get, pks)))
         event_id = event_id_of(c.vendor, c.stream, (c.database, c.schema, c.table), c.id_parts)
         after = c.after if c.after is not None or c.content is None else c.content
-        self._row(
-            KIND_CHANGE,
-            vendor=c.vendor, format=c.format, stream=c.stream, source_db=c.source_db, database=c.database,
-            schema=c.schema, table=c.table, op=c.op, vendor_op=c.vendor_op, primary_keys=pks,
-            key=_encode_variant(key, flags), key_bytes=key_bytes,
-            before=_encode_variant(c.before, flags), after=_encode_variant(after, flags),
-            changed_columns=c.changed_columns, missing_columns=c.missing_columns, ddl=c.ddl,
-            ddl_changes=c.ddl_changes, schema_version=c.schema_version, source_ts=c.source_ts,
-            capture_ts=c.capture_ts, tx_id=c.tx_id, tx_seq=c.tx_seq, tx_last=c.tx_last, position=c.position,
-            sort_key=tuple_codec.encode((*c.sort_parts, event_id)), event_id=event_id,
-            _pair=c.pair, _pair_role=c.pair_role, flags=flags,
-        )
+        key_v, key_m = _encode_variant(key, flags)
+        before_v, before_m = _encode_variant(c.before, flags)
+        after_v, after_m = _encode_variant(after, flags)
+        # Top-level tuple encodings concatenate, so the event id is appended as one more string element.
+        sort_key = tuple_codec.encode(tuple(c.sort_parts)) + b"\x02" + event_id.encode() + b"\x00"
+        uri, partition, offset, index, no_origin = self._origin
+        records = 0 if self._counted else 1
+        self._counted = True
+        self._rows.append((
+            c.vendor, c.format, c.stream, c.source_db, c.database, c.schema, c.table, c.op, c.vendor_op, flags,
+            pks, key_v, key_m, key_bytes, before_v, before_m, after_v, after_m, c.changed_columns,
+            c.missing_columns, c.ddl, c.ddl_changes, c.schema_version, c.source_ts, c.capture_ts, c.tx_id,
+            c.tx_seq, c.tx_last, c.position, sort_key, event_id, uri, partition, offset, index, no_origin,
+            KIND_CHANGE, records, 0, None, None, None, c.pair, c.pair_role, None,
+        ))
 
     def quarantine(self, error_class: str, message: str, raw: bytes | None = None) -> None:
         """Quarantine the current record with a stable reason tag and a message a person can act on."""
@@ -240,24 +312,38 @@ class BatchBuilder:
 
     def flush(self) -> pa.RecordBatch:
         """Return the collected rows as one Arrow batch and start empty."""
-        cols = self._cols
+        rows, self._rows = self._rows, []
+        n = len(rows)
+        cols = list(zip(*rows, strict=True)) if rows else [()] * len(_SLOTS)
         arrays = []
+        i = 0
         for f in ARROW_SCHEMA:
-            values = cols[f.name]
             if f.name in _VARIANT_COLS:
-                arrays.append(_variant_array(values))
+                arrays.append(_variant_array(cols[i], cols[i + 1], n))
+                i += 2
+            elif f.name == "origin":
+                arrays.append(_origin_array(cols[i:i + 5], n))
+                i += 5
             else:
-                arrays.append(pa.array(values, type=f.type))
-        self._cols = {n: [] for n in _NAMES}
+                col = cols[i]
+                arrays.append(pa.nulls(n, f.type) if col.count(None) == n else pa.array(col, type=f.type))
+                i += 1
         return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
 
 
-def _variant_array(pairs: list[tuple[bytes, bytes] | None]) -> pa.StructArray:
-    vals = [p[0] if p is not None else None for p in pairs]
-    metas = [p[1] if p is not None else None for p in pairs]
-    mask = pa.array([p is None for p in pairs], type=pa.bool_())
-    field = variant.arrow_field("v")
-    return pa.StructArray.from_arrays(
-        [pa.array([v or b"" for v in vals], pa.binary()), pa.array([m or b"" for m in metas], pa.binary())],
-        fields=list(field.type), mask=mask,
-    )
+def _variant_array(values: tuple, metadata: tuple, n: int) -> pa.StructArray:
+    """VARIANT column: null rows are null structs over empty (non-null) child bytes, as Spark expects."""
+    vals = pa.array(values, pa.binary())
+    nulls = vals.null_count
+    mask = vals.is_null() if nulls else pa.array([False] * n, pa.bool_())
+    metas = pa.array(metadata, pa.binary())
+    if nulls:
+        vals, metas = vals.fill_null(b""), metas.fill_null(b"")
+    return pa.StructArray.from_arrays([vals, metas], fields=_VARIANT_FIELDS, mask=mask)
+
+
+def _origin_array(cols: list[tuple], n: int) -> pa.StructArray:
+    uri, partition, offset, index, no_origin = cols
+    children = [pa.array(c, type=f.type) for c, f in zip((uri, partition, offset, index), _ORIGIN_ARROW, strict=True)]
+    mask = pa.array(no_origin, pa.bool_()) if True in no_origin else None
+    return pa.StructArray.from_arrays(children, fields=list(_ORIGIN_ARROW), mask=mask)

@@ -17,6 +17,7 @@ import struct
 from collections.abc import Iterable, Iterator
 from decimal import Context, Decimal
 from itertools import accumulate
+from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
@@ -27,6 +28,7 @@ __all__ = [
     "VariantEncodeError",
     "arrow_field",
     "encode",
+    "encode_lenient",
     "encode_many",
     "to_arrow_array",
 ]
@@ -75,7 +77,8 @@ _pack_u32 = struct.Struct("<I").pack
 _INT8 = tuple(struct.pack("<Bb", _H_INT8, i) for i in range(-128, 128))
 _SHORT_STR_HEADER = tuple(bytes(((n << 2) | 1,)) for n in range(64))
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+_UTC = _dt.UTC
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _EPOCH_NTZ = _dt.datetime(1970, 1, 1)
 _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
 _ONE_MICRO = _dt.timedelta(microseconds=1)
@@ -114,7 +117,30 @@ def _enc_float(v: float) -> bytes:
     return _pack_double(_H_DOUBLE, v)
 
 
+_POW9, _POW18 = 10**9, 10**18
+
+
 def _enc_decimal(v: Decimal) -> bytes:
+    # Fast path from the plain string form ("-1234.50", "7"): no digit tuple, no Decimal arithmetic.
+    # Exponent notation, NaN and Infinity take the general path below.
+    s = str(v)
+    if "E" not in s and "n" not in s and "N" not in s:
+        dot = s.find(".")
+        if dot < 0:
+            scale, unscaled = 0, int(s)
+        else:
+            scale, unscaled = len(s) - dot - 1, int(s[:dot] + s[dot + 1 :])
+        mag = -unscaled if unscaled < 0 else unscaled
+        if scale <= 9 and mag < _POW9:
+            return _pack_dec4(_H_DEC4, scale, unscaled)
+        if scale <= 18 and mag < _POW18:
+            return _pack_dec8(_H_DEC8, scale, unscaled)
+        if scale <= 38 and mag < _MAX_DEC16:
+            return bytes((_H_DEC16, scale)) + unscaled.to_bytes(16, "little", signed=True)
+    return _enc_decimal_general(v)
+
+
+def _enc_decimal_general(v: Decimal) -> bytes:
     _, digits, exponent = v.as_tuple()
     if not isinstance(exponent, int):
         raise VariantEncodeError(f"decimal {v} is not finite")
@@ -160,6 +186,8 @@ def _enc_bytes(v: bytes | bytearray | memoryview) -> bytes:
 
 
 def _enc_datetime(v: _dt.datetime) -> bytes:
+    if v.tzinfo is _UTC:
+        return _pack_i64(_H_TS, (v - _EPOCH) // _ONE_MICRO)
     # "Aware" per Python's own rule: tzinfo set *and* utcoffset() not None.
     if v.utcoffset() is None:
         return _pack_i64(_H_TS_NTZ, (v - _EPOCH_NTZ) // _ONE_MICRO)
@@ -381,6 +409,117 @@ def _encode_tree(root: Any, key_ids: dict[str, int], keys_by_id: list[str]) -> b
 # --------------------------------------------------------------------------- public API
 
 
+# --------------------------------------------------------------------------- flat objects (the hot path)
+# A CDC row image is almost always a flat dict of scalars with the same keys, in the same order, row after row.
+# Per key tuple we precompute everything that depends on the keys only (dictionary, field ids, the getter that
+# returns the values in key order), so a row costs one scalar encoding per value and one join.
+
+_FlatPlan = tuple[Any, bytes, bytes, int, Any, Any]
+_FLAT_CACHE: dict[tuple[Any, ...], _FlatPlan] = {}
+
+
+def _flat_plan(keys: tuple[Any, ...]) -> _FlatPlan | None:
+    """Everything about an object with exactly these keys except its values; None when not str keys."""
+    n = len(keys)
+    if not 0 < n <= _DICT_CACHE_KEYS or any(type(k) is not str for k in keys):
+        return None
+    _, ordered, metadata = _dictionary(set(keys))
+    if len(ordered) != n:
+        return None
+    getter = itemgetter(*ordered) if n > 1 else (lambda d, _k=ordered[0]: (d[_k],))
+    id_w = _width(n - 1)
+    large = n > 0xFF
+    prefix = (_pack_u32(n) if large else bytes((n,))) + _pack_uints(list(range(n)), id_w)
+    header = _OBJECT | ((id_w - 1) << 4) | (large << 6)
+    plan = (getter, metadata, prefix, header, struct.Struct(f"<{n + 1}H").pack, struct.Struct(f"<{n + 1}I").pack)
+    if len(_FLAT_CACHE) >= _DICT_CACHE_MAX:
+        _FLAT_CACHE.clear()
+    _FLAT_CACHE[keys] = plan
+    return plan
+
+
+def _lenient(values: tuple[Any, ...]) -> tuple[list[bytes], bool] | None:
+    """Scalars one by one; a number beyond decimal(38) becomes its exact string (then `widened` is True).
+
+    None when a value is not a scalar (a nested dict/list after the wide number): not a flat object."""
+    parts = []
+    widened = False
+    for v in values:
+        enc = _SCALARS.get(type(v))
+        if enc is None:
+            return None
+        try:
+            parts.append(enc(v))
+        except VariantEncodeError:
+            if enc is _enc_decimal:
+                parts.append(_enc_str(format(v, "f") if v.is_finite() else str(v)))
+            elif enc is _enc_int:
+                parts.append(_enc_str(str(v)))
+            else:
+                raise
+            widened = True
+    return parts, widened
+
+
+def _encode_flat(value: dict, lenient: bool) -> tuple[bytes, bytes, bool] | None:
+    """A flat dict of exact-type scalars; None for anything else (nested values, subclasses, odd keys)."""
+    keys = tuple(value)
+    plan = _FLAT_CACHE.get(keys)
+    if plan is None:
+        plan = _flat_plan(keys)
+        if plan is None:
+            return None
+    getter, metadata, prefix, header, pack_h, pack_i = plan
+    values = getter(value)
+    scalars = _SCALARS
+    widened = False
+    try:
+        parts = [scalars[type(v)](v) for v in values]
+    except KeyError:
+        return None
+    except VariantEncodeError:
+        if not lenient:
+            raise
+        lenient_parts = _lenient(values)
+        if lenient_parts is None:
+            return None
+        parts, widened = lenient_parts
+    offsets = list(accumulate(map(len, parts), initial=0))
+    total = offsets[-1]
+    if total <= 0xFF:
+        packed, off_w = bytes(offsets), 1
+    elif total <= 0xFFFF:
+        packed, off_w = pack_h(*offsets), 2
+    else:
+        off_w = _width(total)
+        packed = pack_i(*offsets)
+        if off_w == 3:
+            trimmed = bytearray(packed)
+            del trimmed[3::4]
+            packed = bytes(trimmed)
+    encoded = b"".join((_HEADERS[header | ((off_w - 1) << 2)], prefix, packed, *parts))
+    if total > 0xFFFF and len(encoded) > SIZE_LIMIT:
+        raise VariantEncodeError(f"variant larger than Spark's {SIZE_LIMIT}-byte limit")
+    return encoded, metadata, widened
+
+
+_HEADERS = tuple(bytes((i,)) for i in range(256))
+
+
+def encode_lenient(value: Any) -> tuple[bytes, bytes, bool]:
+    """Like `encode`, but in a flat object a number beyond decimal(38) becomes its exact string.
+
+    Returns ``(value_bytes, metadata_bytes, widened)``; ``widened`` says a number was stored as a string, so
+    the caller can flag the row. Nested or unusual values go through `encode` unchanged (and may raise).
+    """
+    if type(value) is dict:
+        flat = _encode_flat(value, True)
+        if flat is not None:
+            return flat
+    encoded, metadata = encode(value)
+    return encoded, metadata, False
+
+
 def encode(value: Any) -> tuple[bytes, bytes]:
     """Encode one Python value as a variant.
 
@@ -403,6 +542,10 @@ def encode(value: Any) -> tuple[bytes, bytes]:
     enc = _SCALARS.get(type(value))
     if enc is not None:
         return enc(value), _EMPTY_METADATA
+    if type(value) is dict:
+        flat = _encode_flat(value, False)
+        if flat is not None:
+            return flat[0], flat[1]
     kind = _KINDS.get(type(value)) or _resolve(value)
     if kind is not _OBJ_KIND and kind is not _ARR_KIND:
         return kind(value), _EMPTY_METADATA  # a scalar subclass, e.g. an IntEnum member

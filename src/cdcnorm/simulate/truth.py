@@ -44,19 +44,19 @@ def truth_kind(vf: str, flavour: str, col: Col) -> str:
         return _datastream_kind(vf == "datastream-json", flavour, col)
     if vf.startswith("replicate"):
         if base == "timestamp":
-            return "timestamp" if vf == "replicate-avro" else "timestamp_ntz"
+            return "timestamp_ntz"  # DATETIME has no zone; Avro's timestamp-micros only carries its wall clock
         return {"decimal": "decimal", "date": "date", "binary": "bytes"}.get(base) or _COMMON[base]
     if vf == "datahub-tuple":
         return {"decimal": "decimal", "date": "ts_midnight", "timestamp": "timestamp",
-                "binary": "str_base64"}.get(base) or _COMMON[base]
+                "binary": "base64_or_empty", "string": "str_or_empty"}.get(base) or _COMMON[base]
     return {"decimal": "str_decimal", "date": "ts_midnight", "timestamp": "timestamp_ms",
             "binary": "bytes"}.get(base) or _COMMON[base]
 
 
 def _datastream_kind(is_json: bool, flavour: str, col: Col) -> str:
     base, pg = col.base, flavour == "postgresql"
-    if base == "decimal":
-        return "str_decimal" if flavour == "oracle" and col.precision_scale[0] > 38 else "decimal"
+    if base == "decimal":  # Oracle p > 38 is the `number` type: a string, typed back to Decimal from Avro
+        return "str_decimal" if is_json and flavour == "oracle" and col.precision_scale[0] > 38 else "decimal"
     if base == "boolean":
         return "bool" if pg else "int_bool"
     if base == "double":
@@ -92,12 +92,16 @@ _CONVERT: dict[str, Any] = {
     "str_ts": iso_us,
     "str_hex": lambda v: v.hex(),
     "str_base64": lambda v: base64.b64encode(v).decode("ascii"),
+    "str_or_empty": lambda v: v,
+    "base64_or_empty": lambda v: base64.b64encode(v).decode("ascii"),
 }
+_NULL_AS = {"str_or_empty": "", "base64_or_empty": ""}
+"""Kinds whose NULL arrives as a value: a Tuple CSV's empty STRING field is '' (the DataHub SDK's rule)."""
 
 
 def project_value(kind: str, value: Any) -> Any:
-    """Apply one projection kind to a source value (NULL stays NULL)."""
-    return None if value is None else _CONVERT[kind](value)
+    """Apply one projection kind to a source value (NULL stays NULL unless the kind delivers it as a value)."""
+    return _NULL_AS.get(kind) if value is None else _CONVERT[kind](value)
 
 
 def final_columns(vf: str, t: TableDef) -> tuple[Col, ...]:
