@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 
@@ -48,6 +50,18 @@ def test_lake_required_for_quarantine_list(tmp_path):
     assert res.returncode == 3 and "No cdcnorm lake" in res.stderr
 
 
+def test_strict_normalize_exits_1_on_quarantine(tmp_path):
+    import json
+
+    lake = tmp_path / "lake"
+    res = run("normalize", str(ROOT / "samples" / "datastream" / "broken"), "--lake", str(lake), "--strict")
+    assert res.returncode == 1, res.stderr
+    assert "--strict" in res.stderr and "reconciled" in res.stdout
+    [report] = [json.loads(p.read_text()) for p in (lake / "runs").glob("*.json")]
+    assert report["reconciled"] and report["outcomes"]["quarantined"] > 0 and report["rows_written"] > 0
+
+
+@pytest.mark.slow
 def test_normalize_datastream_samples_like_a_user(tmp_path):
     """The user flow: normalize, run again (nothing changes), append more, inspect the quarantine."""
     import json

@@ -145,6 +145,7 @@ def _by(findings, kind):
 
 
 # -- the scenarios --------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_same_history_through_two_vendors_is_equal(spark, history, base):
     lake = str(base / "same")
     migration(spark, history, lake, overlap=(0.0, 1.0))
@@ -205,6 +206,7 @@ def test_compare_reports_a_delayed_vendor(injected):
     assert rep["right"]["latency"]["p50"] > 29.0 > rep["left"]["latency"]["p50"]
 
 
+@pytest.mark.slow
 def test_max_lag_makes_delay_a_difference(spark, base):
     lake = str(base / "injected")
     rep = compare(spark, lake, lake, left_vendor="replicate", right_vendor="datastream", tables=["customers"],
@@ -213,6 +215,7 @@ def test_max_lag_makes_delay_a_difference(spark, base):
     assert t["name"] == "shop.customers" and any("lags by" in r for r in t["reasons"])
 
 
+@pytest.mark.slow
 def test_lossy_projection_is_equal_lossy(spark, history, base):
     lake = str(base / "lossy")
     migration(spark, history, lake, overlap=(0.0, 1.0), new_vendor="datahub", project="datahub")

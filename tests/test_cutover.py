@@ -61,6 +61,7 @@ def test_stitched_stream_is_one_ordered_stream(spark, clean):
     assert {r["schema_version"] for r in schemas} == {"replicate:1", "datastream:1"}
 
 
+@pytest.mark.slow
 def test_rerun_adds_nothing(spark, clean):
     root, _, _, rep = clean
     again = cutover(spark, str(root / "two"), str(root / "two"), str(root / "out"), old_vendor="replicate",

@@ -49,7 +49,7 @@ def print_runs(reports: list[dict]) -> None:
     for r in reports:
         if r["quarantine_by_reason"]:
             reasons = ", ".join(f"{k}: {v}" for k, v in sorted(r["quarantine_by_reason"].items()))
-            console.print(f"  {r['vendor']} quarantine (deliberately broken samples): {reasons}")
+            console.print(f"  {r['vendor']} quarantine (deliberately broken or incomplete samples, see samples/{r['vendor']}/README.md): {reasons}")
 
 
 def simulated_flow(spark, root: Path) -> bool:
