@@ -33,6 +33,8 @@ from cdcnorm.adapters.datahub_tuple import convert, execute_time, parse_tuple_sc
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.errors import DecodeError, UsageError
 from contract import AdapterContract
+from decoded import changes, outcomes
+from decoded import rows_of as _rows
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "datahub"
 BLOB = SAMPLES / "blob"
@@ -56,13 +58,6 @@ def ms(v: int) -> dt.datetime:
 
 
 # -- helpers -----------------------------------------------------------------------------------------------
-def _rows(batch) -> list[dict]:
-    rows = batch.to_pylist()
-    for r in rows:
-        for c in ("key", "before", "after"):
-            if r[c] is not None:
-                r[c] = VariantVal(r[c]["value"], r[c]["metadata"]).toPython()
-    return rows
 
 
 def read(*paths: Path | str, fh_of=None, **options) -> list[dict]:
@@ -88,12 +83,8 @@ def decode(*values: bytes, topic: str | None = None, uri: str | None = None, **o
     return _rows(out.flush())
 
 
-def changes(rows: list[dict]) -> list[dict]:
-    return [r for r in rows if r["_kind"] == "change"]
 
 
-def outcomes(rows: list[dict]) -> list[tuple[str, str | None]]:
-    return [(r["_kind"], r["_rule"]) for r in rows if r["_records"] == 1]
 
 
 def comparable(rows: list[dict]) -> list[dict]:

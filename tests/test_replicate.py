@@ -10,7 +10,6 @@ from pathlib import Path
 import fastavro
 import orjson
 import pytest
-from pyspark.sql.types import VariantVal
 
 from cdcnorm.adapters import get_adapter
 from cdcnorm.adapters.base import MessageMeta
@@ -26,6 +25,8 @@ from cdcnorm.canonical import tuple_codec
 from cdcnorm.canonical.emit import BatchBuilder, event_id_of
 from cdcnorm.errors import DecodeError, UsageError
 from contract import AdapterContract
+from decoded import changes, outcomes
+from decoded import rows_of as _rows
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "replicate"
 EH = SAMPLES / "eventhubs" / "replicate-ns"
@@ -40,13 +41,6 @@ UTC = dt.UTC
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
-def _rows(batch) -> list[dict]:
-    rows = batch.to_pylist()
-    for r in rows:
-        for c in ("key", "before", "after"):
-            if r[c] is not None:
-                r[c] = VariantVal(r[c]["value"], r[c]["metadata"]).toPython()
-    return rows
 
 
 def read(*paths: Path, **options) -> list[dict]:
@@ -75,13 +69,8 @@ def decode(
     return _rows(out.flush())
 
 
-def changes(rows: list[dict]) -> list[dict]:
-    return [r for r in rows if r["_kind"] == "change"]
 
 
-def outcomes(rows: list[dict]) -> list[tuple[str, str | None]]:
-    """(kind, rule) of the counted outcome of every input record, in input order."""
-    return [(r["_kind"], r["_rule"]) for r in rows if r["_records"] == 1]
 
 
 def md(
