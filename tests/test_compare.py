@@ -145,7 +145,6 @@ def _by(findings, kind):
 
 
 # -- the scenarios --------------------------------------------------------------------------------------------
-@pytest.mark.slow
 def test_same_history_through_two_vendors_is_equal(spark, history, base):
     lake = str(base / "same")
     migration(spark, history, lake, overlap=(0.0, 1.0))
