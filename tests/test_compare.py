@@ -206,7 +206,7 @@ def test_compare_reports_a_delayed_vendor(injected):
 
 
 @pytest.mark.slow
-def test_max_lag_makes_delay_a_difference(spark, base):
+def test_max_lag_makes_delay_a_difference(spark, base, injected):  # injected writes the lake
     lake = str(base / "injected")
     rep = compare(spark, lake, lake, left_vendor="replicate", right_vendor="datastream", tables=["customers"],
                   max_lag_s=5.0)
