@@ -46,7 +46,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tables", type=int, default=3)
     p.add_argument("--rows", type=int, default=1000)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--files", type=int, default=10, help="input files per million changes")
+    p.add_argument("--files", type=int, default=10, help="about how many input files at every size (same parallelism)")
     p.add_argument("--master", default="local[*]")
     p.add_argument("--driver-memory", default="4g")
     args = p.parse_args(argv)
@@ -65,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     vf = args.format
     print(f"cdcnorm scaling: {vf}, sizes {', '.join(f'{s:,}' for s in args.size_list)}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()}", flush=True)
-    roots = {n: bench.workload(work, vf, n, args.tables, args.rows, args.seed,
-                               max(2, round(args.files * n / 1_000_000))) for n in args.size_list}
+    roots = {n: bench.workload(work, vf, n, args.tables, args.rows, args.seed, args.files) for n in args.size_list}
     spark = bench.spark_session(args.master, args.driver_memory)
     scratch = work / "scratch" / f"scaling-{vf}"
     shutil.rmtree(scratch, ignore_errors=True)
