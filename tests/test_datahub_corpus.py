@@ -13,12 +13,12 @@ import json
 from pathlib import Path
 
 import pytest
-from pyspark.sql.types import VariantVal
 
 from cdcnorm.adapters.base import MessageMeta
 from cdcnorm.adapters.datahub import DataHubAdapter
 from cdcnorm.adapters.datahub_tuple import TupleField, convert, parse_tuple_schema
 from cdcnorm.canonical.emit import BatchBuilder
+from decoded import rows_of
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "datahub"
 RELATED = CORPUS / "related_formats"
@@ -32,12 +32,7 @@ def _load(name: str) -> dict:
 
 def _rows(out: BatchBuilder) -> list[dict]:
     out.end_record()
-    rows = out.flush().to_pylist()
-    for r in rows:
-        for c in ("key", "before", "after"):
-            if r[c] is not None:
-                r[c] = VariantVal(r[c]["value"], r[c]["metadata"]).toPython()
-    return rows
+    return rows_of(out.flush())
 
 
 def _decode(value: bytes, offset: str) -> list[dict]:

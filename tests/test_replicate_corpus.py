@@ -21,6 +21,7 @@ from cdcnorm.adapters.base import MessageMeta
 from cdcnorm.adapters.replicate import ENVELOPE_SCHEMA, ReplicateAdapter, enqueued_time, extract_metadata
 from cdcnorm.adapters.replicate_catalog import entry_from_data_schema
 from cdcnorm.canonical.emit import BatchBuilder
+from decoded import rows_of
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "replicate"
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not present at {CORPUS}")
@@ -41,12 +42,7 @@ def _rows(adapter: ReplicateAdapter, path: Path) -> list[dict]:
         for _ in adapter.read_file(str(path), fh, out):
             pass
     out.end_record()
-    rows = out.flush().to_pylist()
-    for r in rows:
-        for c in ("key", "before", "after"):
-            if r[c] is not None:
-                r[c] = VariantVal(r[c]["value"], r[c]["metadata"]).toPython()
-    return rows
+    return rows_of(out.flush())
 
 
 def read(name: str, **options) -> list[dict]:
