@@ -28,3 +28,24 @@ def spark():
 @pytest.fixture()
 def lake_path(tmp_path):
     return str(tmp_path / "lake")
+
+
+SMALL_HISTORY = {"tables": 3, "rows": 30, "changes": 300, "seed": 7}
+"""Big enough that every quirk fires in every format (duplicates, overlap, split halves, DT before MD)."""
+
+
+@pytest.fixture(scope="session")
+def e2e(spark, tmp_path_factory):
+    """One quirk-on simulated history in all eight formats, normalized into one lake and applied (shared)."""
+    from pyspark.sql import functions as F
+
+    import cdcnorm
+    from cdcnorm.simulate.verify import build_lake
+
+    root = tmp_path_factory.mktemp("e2e")
+    run = build_lake(spark, root / "sim", root / "lake", **SMALL_HISTORY)
+    agg = cdcnorm.read_changes(spark, str(root / "lake")).groupBy("stream").agg(
+        F.count(F.lit(1)).alias("rows"), F.countDistinct("event_id").alias("ids"))
+    run["lake_stats"] = {r["stream"]: {"rows": r["rows"], "ids": r["ids"]} for r in agg.collect()}
+    run["lake"], run["root"] = str(root / "lake"), str(root / "sim")
+    return run

@@ -10,30 +10,11 @@ variant: more seeds and a larger history.
 from __future__ import annotations
 
 import pytest
-from pyspark.sql import functions as F
 
-import cdcnorm
 from cdcnorm.simulate import VENDOR_FORMATS
 from cdcnorm.simulate.verify import build_lake, check_format, stream_of
 
-SMALL = {"tables": 3, "rows": 30, "changes": 300, "seed": 7}
-"""Big enough that every quirk fires in every format (duplicates, overlap, split halves, DT before MD)."""
 LARGE = [{"tables": 5, "rows": 150, "changes": 2500, "seed": seed} for seed in (2, 3)]
-
-
-def _lake_stats(spark, lake: str) -> dict[str, dict[str, int]]:
-    """Rows and distinct event ids per stream (one aggregate over the lake)."""
-    agg = cdcnorm.read_changes(spark, lake).groupBy("stream").agg(
-        F.count(F.lit(1)).alias("rows"), F.countDistinct("event_id").alias("ids"))
-    return {r["stream"]: {"rows": r["rows"], "ids": r["ids"]} for r in agg.collect()}
-
-
-@pytest.fixture(scope="module")
-def e2e(spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("e2e")
-    run = build_lake(spark, root / "sim", root / "lake", **SMALL)
-    run["lake_stats"] = _lake_stats(spark, str(root / "lake"))
-    return run
 
 
 @pytest.mark.parametrize("vf", list(VENDOR_FORMATS))
