@@ -19,7 +19,7 @@ from pyspark.sql.types import VariantVal
 
 from cdcnorm.adapters import get_adapter
 from cdcnorm.adapters.base import MessageMeta
-from cdcnorm.adapters.datahub import (
+from cdcnorm.adapters.datahub.adapter import (
     DataHubAdapter,
     blob_value,
     looks_like_record,
@@ -27,9 +27,9 @@ from cdcnorm.adapters.datahub import (
     path_hints,
     source_db_of,
 )
-from cdcnorm.adapters.datahub_ddl import apply_changes, parse_ddl
-from cdcnorm.adapters.datahub_json import JsonObjects
-from cdcnorm.adapters.datahub_tuple import convert, execute_time, parse_tuple_schema
+from cdcnorm.adapters.datahub.ddl import apply_changes, parse_ddl
+from cdcnorm.adapters.datahub.json_stream import JsonObjects
+from cdcnorm.adapters.datahub.tuple_topic import convert, execute_time, parse_tuple_schema
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.errors import DecodeError, UsageError
 from contract import AdapterContract

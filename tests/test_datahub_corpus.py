@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from cdcnorm.adapters.base import MessageMeta
-from cdcnorm.adapters.datahub import DataHubAdapter
-from cdcnorm.adapters.datahub_tuple import TupleField, convert, parse_tuple_schema
+from cdcnorm.adapters.datahub.adapter import DataHubAdapter
+from cdcnorm.adapters.datahub.tuple_topic import TupleField, convert, parse_tuple_schema
 from cdcnorm.canonical.emit import BatchBuilder
 from decoded import rows_of
 

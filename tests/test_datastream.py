@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import VariantVal
 
 from cdcnorm.adapters.base import MessageMeta
-from cdcnorm.adapters.datastream import DatastreamAdapter
+from cdcnorm.adapters.datastream.adapter import DatastreamAdapter
 from cdcnorm.canonical import tuple_codec
 from cdcnorm.canonical.emit import BatchBuilder
 from contract import AdapterContract
@@ -676,7 +676,7 @@ class TestDatastreamContract(AdapterContract):
     b'{"k": [[0.5]]}', b'{"t": 1E400}',
 ])
 def test_loads_exact_never_yields_floats(text):
-    from cdcnorm.adapters.datastream import loads_exact
+    from cdcnorm.adapters.datastream.adapter import loads_exact
 
     got = loads_exact(text)
     assert got == json.loads(text, parse_float=Decimal)
@@ -695,7 +695,7 @@ def _leaves(o):
 
 
 def test_json_array_streams_across_chunk_boundaries():
-    from cdcnorm.adapters.datastream import _iter_json_array
+    from cdcnorm.adapters.datastream.adapter import _iter_json_array
 
     events = [mysql("INSERT", {"id": i, "p": "P"}, pos=i) for i in range(5)]
     text = json.dumps(events, indent=1).replace('"P"', "12.50").encode()

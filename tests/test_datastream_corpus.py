@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import VariantVal
 
-from cdcnorm.adapters.datastream import DatastreamAdapter
+from cdcnorm.adapters.datastream.adapter import DatastreamAdapter
 from cdcnorm.canonical.emit import BatchBuilder
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "datastream"

@@ -31,8 +31,8 @@ from cdcnorm.simulate import (
     simulate,
     simulate_command,
 )
+from cdcnorm.simulate.encoders.replicate import mask
 from cdcnorm.simulate.history import History, build_tables
-from cdcnorm.simulate.replicate_enc import mask
 
 UTC = dt.UTC
 SMALL = {"tables": 3, "rows": 20, "changes": 240, "seed": 7, "rotate": 60}

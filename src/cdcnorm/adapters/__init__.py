@@ -10,9 +10,9 @@ from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
 from cdcnorm.errors import UsageError
 
 REGISTRY: dict[str, str] = {
-    "datahub": "cdcnorm.adapters.datahub:DataHubAdapter",
-    "datastream": "cdcnorm.adapters.datastream:DatastreamAdapter",
-    "replicate": "cdcnorm.adapters.replicate:ReplicateAdapter",
+    "datahub": "cdcnorm.adapters.datahub.adapter:DataHubAdapter",
+    "datastream": "cdcnorm.adapters.datastream.adapter:DatastreamAdapter",
+    "replicate": "cdcnorm.adapters.replicate.adapter:ReplicateAdapter",
 }
 assert list(REGISTRY) == sorted(REGISTRY), "keep the adapter registry sorted"
 

@@ -18,8 +18,10 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from cdcnorm.simulate import datahub_enc, datastream_enc, replicate_enc
 from cdcnorm.simulate.delivery import QUIRKS, parse_quirks
+from cdcnorm.simulate.encoders import datahub as datahub_enc
+from cdcnorm.simulate.encoders import datastream as datastream_enc
+from cdcnorm.simulate.encoders import replicate as replicate_enc
 from cdcnorm.simulate.history import START_US, Event, History, TableDef
 from cdcnorm.simulate.truth import (
     CARRIES_ADDED_COLUMN,

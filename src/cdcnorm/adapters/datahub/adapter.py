@@ -1,7 +1,7 @@
 """Alibaba DataWorks Data Integration output in DataHub: BLOB topic JSON messages and TUPLE topic rows.
 
 A BLOB message is one JSON object (`schema`, `payload`, `version`) per change or event of a whole database; a
-TUPLE topic holds one table with DataWorks meta columns (see :mod:`datahub_tuple`). An UPDATE arrives as two
+TUPLE topic holds one table with DataWorks meta columns (see :mod:`cdcnorm.adapters.datahub.tuple_topic`). An UPDATE arrives as two
 halves sharing a sequence id (`UPDATE_BEFOR` + `UPDATE_AFTER`, or two `U` rows), possibly far apart and in
 different files, so each half is decoded as its own row and :meth:`DataHubAdapter.post_process` pairs them
 in Spark (:func:`pair_updates`).
@@ -39,10 +39,10 @@ from pydantic import Field, field_validator
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from cdcnorm.adapters import datahub_tuple as tup
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
-from cdcnorm.adapters.datahub_ddl import apply_changes, parse_ddl
-from cdcnorm.adapters.datahub_json import JsonObjects, parse_json
+from cdcnorm.adapters.datahub import tuple_topic as tup
+from cdcnorm.adapters.datahub.ddl import apply_changes, parse_ddl
+from cdcnorm.adapters.datahub.json_stream import JsonObjects, parse_json
 from cdcnorm.canonical import tuple_codec
 from cdcnorm.canonical.emit import BatchBuilder, decoded_schema, event_id_of
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion

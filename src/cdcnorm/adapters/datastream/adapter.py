@@ -31,7 +31,7 @@ shared by every event of a PostgreSQL backfill file, nor file names or read time
 The same change read from an Avro and a JSON copy therefore gets one id (CDC rows); identical rows of a
 keyless table read by one backfill share an id (the source gives nothing to tell them apart).
 
-Values (see :mod:`cdcnorm.adapters.datastream_types`): Avro payloads are typed from the writer schema. JSON
+Values (see :mod:`cdcnorm.adapters.datastream.types`): Avro payloads are typed from the writer schema. JSON
 payloads carry no types: numbers become int or exact Decimal (see :func:`loads_exact`) and strings, including
 timestamps, stay strings (only the envelope's read/source timestamps are parsed, in every observed form). MySQL
 binary columns are hex strings in both formats, indistinguishable from text: the `binary_columns` option names
@@ -59,8 +59,8 @@ from pydantic import Field
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from cdcnorm.adapters import datastream_types as dtypes
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
+from cdcnorm.adapters.datastream import types as dtypes
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion
 

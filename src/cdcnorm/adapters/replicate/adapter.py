@@ -8,7 +8,7 @@ and JSON-lines files, Event Hubs Capture Avro files (`EventData.Body` is the mes
 of `MessageEnvelope` records (a Kafka-to-storage sink's Avro output), single raw-message
 files (`.bin`), and Kafka-shaped DataFrames through :meth:`ReplicateAdapter.decode_message`.
 
-Metadata (MD) messages fill a :class:`~cdcnorm.adapters.replicate_catalog.Catalog`; data (DT) messages are
+Metadata (MD) messages fill a :class:`~cdcnorm.adapters.replicate.catalog.Catalog`; data (DT) messages are
 decoded with the entry their `messageSchemaId` names, else (JSON only) with the newest version of their
 table whose columns are exactly the message's fields, else from the data alone (flag `no_schema`). An Avro
 DT whose schema is unknown is quarantined as `schema_not_found` and can be re-processed once the MD is known
@@ -38,7 +38,7 @@ from typing import IO, Any, ClassVar
 import orjson
 
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
-from cdcnorm.adapters.replicate_catalog import (
+from cdcnorm.adapters.replicate.catalog import (
     Catalog,
     collect_entries,
     diff,
@@ -50,7 +50,7 @@ from cdcnorm.adapters.replicate_catalog import (
     parse_avro_schema,
     type_label,
 )
-from cdcnorm.adapters.replicate_masks import resolve
+from cdcnorm.adapters.replicate.masks import resolve
 from cdcnorm.canonical import tuple_codec
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion, split_key_change

@@ -401,7 +401,7 @@ def collect_entries(source: Any, kind: str, adapter: Any) -> list[dict[str, Any]
     """
     import pyarrow as pa
 
-    from cdcnorm.adapters.replicate import extract_metadata
+    from cdcnorm.adapters.replicate.adapter import extract_metadata
     from cdcnorm.fs import open_input
 
     out_schema = pa.schema([pa.field("entry", pa.string())])
