@@ -84,16 +84,17 @@ def spark_session(master: str, memory: str):
 def apply_shuffles(spark, lake: str) -> tuple[int, int]:
     """(hash exchanges, branches) in the plan of apply's state: one exchange per branch means every change is
     shuffled once (keyed and keyless tables take separate, disjoint branches)."""
-    from cdcnorm import current
     from cdcnorm.lake import Lake
+    from cdcnorm.state.merge import live_state
+    from cdcnorm.state.plan import latest_schemas, plan_tables, table_hash, table_stats
 
     lk = Lake(spark, lake)
-    changes = lk.changes().withColumn("_tid", current._tid_col())
-    latest = current._latest_schemas(lk.schemas())
-    plans = current._plan_tables(current._table_stats(changes, set(latest)), latest)
+    changes = lk.changes().withColumn("_tid", table_hash())
+    latest = latest_schemas(lk.schemas())
+    plans = plan_tables(table_stats(changes, set(latest)), latest)
     if not plans:
         return 0, 0
-    plan = current._state(changes, plans)._jdf.queryExecution().executedPlan().toString()
+    plan = live_state(changes, plans)._jdf.queryExecution().executedPlan().toString()
     exchanges = sum(1 for line in plan.splitlines() if "Exchange hashpartitioning" in line)
     return exchanges, len({p.key_mode == "keyless" for p in plans})
 

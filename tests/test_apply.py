@@ -19,10 +19,11 @@ from pyspark.sql import types as T
 
 import cdcnorm
 from cdcnorm.adapters.base import Adapter
-from cdcnorm.apply_types import extract, parse_inferred, spark_type_name
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion, split_key_change
-from cdcnorm.current import TableId, apply_command, path_component, read_index, relative_path, table_path
+from cdcnorm.cli.apply import apply_command
 from cdcnorm.errors import UsageError
+from cdcnorm.state import TableId, path_component, read_index, relative_path, table_path
+from cdcnorm.state.types import extract, parse_inferred, spark_type_name
 
 VENDOR = "tv"
 GCP_STREAM = "projects/1/locations/x/streams/y"

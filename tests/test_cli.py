@@ -89,3 +89,77 @@ def test_normalize_datastream_samples_like_a_user(tmp_path):
 
     listing = run("quarantine", "list", "--lake", str(lake))
     assert listing.returncode == 0 and "bad_json" in listing.stdout and "truncated_avro" in listing.stdout
+
+
+# -- every command: one line on failure, the traceback with CDCNORM_DEBUG=1 (no Spark needed) --------------------
+FAILURES = {
+    "normalize": (["normalize", "{tmp}/nope", "--lake", "{tmp}/lake"], 2, "Input not found"),
+    "apply": (["apply", "--lake", "{tmp}/none"], 3, "No cdcnorm lake"),
+    "compare": (["compare", "--left", "{tmp}/none", "--right", "{tmp}/none"], 3, "No cdcnorm lake"),
+    "cutover": (["cutover", "--old", "{tmp}/a", "--new", "{tmp}/b", "--lake", "{tmp}/c", "--at", "soon"], 2,
+                "neither 'auto' nor an ISO-8601 time"),
+    "cutover-lake": (["cutover", "--old", "{tmp}/a", "--new", "{tmp}/b", "--lake", "{tmp}/c"], 3, "No cdcnorm lake"),
+    "simulate": (["simulate", "--out", "{tmp}/sim", "--vendor", "oracle-goldengate"], 2, "unknown vendor"),
+    "quarantine-list": (["quarantine", "list", "--lake", "{tmp}/none"], 3, "No cdcnorm lake"),
+    "quarantine-show": (["quarantine", "show", "abc", "--lake", "{tmp}/none"], 3, "No cdcnorm lake"),
+    "quarantine-retry": (["quarantine", "retry", "--lake", "{tmp}/none"], 3, "No cdcnorm lake"),
+}
+
+
+def _args(name: str, tmp_path) -> list[str]:
+    return [a.replace("{tmp}", str(tmp_path)) for a in FAILURES[name][0]]
+
+
+@pytest.mark.parametrize("name", sorted(FAILURES))
+def test_every_command_fails_in_one_line(name, tmp_path, monkeypatch):
+    monkeypatch.delenv("CDCNORM_DEBUG", raising=False)
+    _, code, message = FAILURES[name]
+    res = run(*_args(name, tmp_path))
+    assert res.returncode == code, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], res.stderr
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("name", sorted(FAILURES))
+def test_every_command_shows_the_traceback_with_cdcnorm_debug(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("CDCNORM_DEBUG", "1")
+    _, code, message = FAILURES[name]
+    res = run(*_args(name, tmp_path))
+    assert res.returncode == code, res.stderr
+    assert res.stderr.startswith("error: ") and message in res.stderr.splitlines()[0]
+    assert "Traceback (most recent call last)" in res.stderr
+
+
+@pytest.mark.parametrize("name", sorted(FAILURES))
+def test_failures_that_need_no_spark_come_before_spark_starts(name, tmp_path, monkeypatch):
+    """Usage errors and missing local lakes are found before a JVM would start (cf. commit 64a430a)."""
+    from typer.testing import CliRunner
+
+    import cdcnorm.session
+    from cdcnorm.cli import app
+
+    def no_spark(*_a, **_k):
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(cdcnorm.session, "get_spark", no_spark)
+    _, code, message = FAILURES[name]
+    res = CliRunner().invoke(app, _args(name, tmp_path))
+    assert res.exit_code == code and message in res.output and "Spark was started" not in res.output
+
+
+def test_exit_codes_are_defined_once():
+    from cdcnorm.cli import guard
+    from cdcnorm.errors import CdcError, LakeError, UsageError
+
+    assert (guard.EXIT_OK, guard.EXIT_PROBLEM, guard.EXIT_USAGE, guard.EXIT_RUNTIME) == (0, 1, 2, 3)
+    assert guard.exit_code_of(UsageError("x")) == 2 and guard.exit_code_of(LakeError("x")) == 3
+    assert guard.exit_code_of(RuntimeError("x")) == 3
+    assert not hasattr(CdcError, "exit_code")
+
+
+def test_import_cdcnorm_and_the_cli_stay_lazy():
+    """`cdcnorm --version` must not import pyspark."""
+    code = "import sys, cdcnorm, cdcnorm.cli; print(cdcnorm.__version__, 'pyspark' in sys.modules)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.split()[1] == "False", res.stdout + res.stderr

@@ -12,15 +12,18 @@ import random
 from decimal import Decimal
 
 import pytest
+from typer.testing import CliRunner
 
 import cdcnorm
 from cdcnorm.adapters.base import Adapter
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion
-from cdcnorm.compare import compare, compare_command
-from cdcnorm.compare.report import print_summary, table_verdict
-from cdcnorm.compare.rules import RULES, find_rule
-from cdcnorm.compare.scenario import migration
-from cdcnorm.compare.sides import TableRef, match_tables, spec_matches
+from cdcnorm.cli import app
+from cdcnorm.cli.compare import compare_command, print_summary
+from cdcnorm.migrate import compare
+from cdcnorm.migrate.report import table_verdict
+from cdcnorm.migrate.rules import RULES, find_rule
+from cdcnorm.migrate.scenario import migration
+from cdcnorm.migrate.sides import TableRef, match_tables, spec_matches
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
 TYPES = {
@@ -238,8 +241,11 @@ def test_compare_command_exit_codes_and_reports(spark, base, capsys, monkeypatch
     assert saved["equal"] is True and (base / "rep" / "compare.html").stat().st_size > 1000
     assert compare_command(injected_lake, injected_lake, "replicate", "datastream", None, None, None, None) == 1
     assert "1 change only on the left" in capsys.readouterr().out
-    assert compare_command(same, same, "nope", None, None, None, None, None) == 2
-    assert compare_command(str(base / "missing"), same, None, None, None, None, None, None) == 3  # LakeError
+    cli = CliRunner()  # usage and runtime errors go through the command line's one guard
+    res = cli.invoke(app, ["compare", "--left", same, "--right", same, "--left-vendor", "nope"])
+    assert res.exit_code == 2 and "no table changes" in res.output
+    res = cli.invoke(app, ["compare", "--left", str(base / "missing"), "--right", same])
+    assert res.exit_code == 3 and "No cdcnorm lake" in res.output  # LakeError
 
 
 # -- units ------------------------------------------------------------------------------------------------------
@@ -268,7 +274,7 @@ def test_rules_are_declared_for_both_orientations():
 
 def test_rule_sql_on_values(spark):
     """Each projection compares equal values as equal and a real difference as different (one small job)."""
-    from cdcnorm.compare.rules import compare_column
+    from cdcnorm.migrate.rules import compare_column
 
     cases = [  # (left sql, left type, right sql, right type, left vendor, right vendor, equal?)
         ("cast('12.50' as decimal(10,2))", "decimal(10,2)", "12.5D", "double", "replicate", "datahub", True),

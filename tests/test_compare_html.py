@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from cdcnorm.compare import compare, write_reports
-from cdcnorm.compare.html import render_html
-from cdcnorm.compare.scenario import migration
+from cdcnorm.migrate import compare, write_reports
+from cdcnorm.migrate.html import render_html
+from cdcnorm.migrate.scenario import migration
 from test_compare import write_history
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]

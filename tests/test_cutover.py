@@ -7,10 +7,11 @@ from pyspark.sql import functions as F
 
 import cdcnorm
 from cdcnorm.canonical import tuple_codec
-from cdcnorm.compare import compare
-from cdcnorm.compare.scenario import migration
-from cdcnorm.cutover import cutover, cutover_command, parse_at
+from cdcnorm.cli.cutover import cutover_command
 from cdcnorm.errors import UsageError
+from cdcnorm.migrate import compare
+from cdcnorm.migrate.cutover import cutover, parse_at
+from cdcnorm.migrate.scenario import migration
 from test_compare import write_history
 
 

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("cdcnorm")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.0.0+local"
+from cdcnorm._version import __version__
 
 __all__ = ["__version__", "apply", "normalize", "read_changes", "read_quarantine", "read_schemas"]
 
@@ -15,7 +10,7 @@ __all__ = ["__version__", "apply", "normalize", "read_changes", "read_quarantine
 def __getattr__(name: str):
     # Lazy: `import cdcnorm` must not start importing pyspark for `cdcnorm --version`.
     if name == "apply":
-        from cdcnorm.current import apply
+        from cdcnorm.state import apply
 
         return apply
     if name == "normalize":

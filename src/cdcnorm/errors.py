@@ -6,9 +6,7 @@ DECODE_TAG = "[CDC_DECODE_ERROR]"
 
 
 class CdcError(Exception):
-    """Root of every error cdcnorm raises on purpose; its message is meant for a person."""
-
-    exit_code = 3
+    """Root of every error cdcnorm raises on purpose; its message is meant for a person (exit codes: cdcnorm.cli.guard)."""
 
     def __init__(self, message: str):
         super().__init__(message)
@@ -20,8 +18,6 @@ class CdcError(Exception):
 
 class UsageError(CdcError):
     """The user asked for something that cannot work as asked (bad option, unknown vendor, ...)."""
-
-    exit_code = 2
 
 
 class DecodeError(CdcError):

@@ -16,7 +16,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-import cdcnorm
+from cdcnorm._version import __version__
 from cdcnorm.adapters import REGISTRY, Adapter, adapter_class, get_adapter
 from cdcnorm.canonical.emit import KIND_CHANGE, KIND_FILTERED, KIND_METADATA, KIND_QUARANTINE, KIND_SCHEMA
 from cdcnorm.canonical.schema import (
@@ -253,7 +253,7 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
     conserved = emitted + merged + duplicate == change_records
     return {
         "run_id": run_id,
-        "cdcnorm_version": cdcnorm.__version__,
+        "cdcnorm_version": __version__,
         "started_at": started.isoformat(),
         "vendor": adapter.name,
         "input_kind": kind,

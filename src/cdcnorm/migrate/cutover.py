@@ -32,10 +32,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from cdcnorm.compare.lakeio import hashed_id, write_run
-from cdcnorm.compare.latency import side_overview
-from cdcnorm.compare.sides import Side, TablePair, match_tables, open_side
-from cdcnorm.compare.streams import (
+from cdcnorm.errors import UsageError
+from cdcnorm.lake import hashed_id, write_run
+from cdcnorm.migrate.latency import side_overview
+from cdcnorm.migrate.matching import (
     annotate_matched,
     from_us,
     inferred_states,
@@ -45,13 +45,12 @@ from cdcnorm.compare.streams import (
     release,
     table_rows,
 )
-from cdcnorm.errors import UsageError
+from cdcnorm.migrate.sides import Side, TablePair, match_tables, open_side
 
 SIDE_PREFIX = {0: b"\x14", 1: b"\x15\x01"}
 """Tuple-codec encodings of the integers 0 and 1: the stitched sort key's first element."""
 
 Progress = Callable[[str], None]
-EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_RUNTIME = 0, 1, 2, 3
 
 
 @dataclass
@@ -79,6 +78,12 @@ def parse_at(at: str | None) -> dt.datetime | None:
     return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
 
 
+def check_stream_name(stream: str | None) -> None:
+    """The stitched stream's name: non-empty and without ':' (which separates vendor and stream in specs)."""
+    if not stream or ":" in stream:
+        raise UsageError(f"--stream '{stream}' must be a non-empty name without ':'.")
+
+
 def cutover(spark: SparkSession, old: str, new: str, lake: str, old_vendor: str | None = None,
             new_vendor: str | None = None, at: str | None = "auto", stream: str = "cutover",
             tables: list[str] | None = None, table_map: dict[str, str] | list[str] | None = None,
@@ -95,8 +100,7 @@ def cutover(spark: SparkSession, old: str, new: str, lake: str, old_vendor: str 
     ns = open_side(spark, "new", new, new_vendor, old, old_vendor)
     if os_.lake.rstrip("/") == ns.lake.rstrip("/") and os_.vendor == ns.vendor and os_.stream == ns.stream:
         raise UsageError(f"Old and new are both {os_.spec} in {os_.lake}: name two vendors (or streams).")
-    if not stream or ":" in stream:
-        raise UsageError(f"--stream '{stream}' must be a non-empty name without ':'.")
+    check_stream_name(stream)
     pairs, only_old, only_new = match_tables(os_.tables, ns.tables, tables, table_map)
     windows = {"old": side_overview(os_), "new": side_overview(ns)}
     common = overlap(windows["old"], windows["new"])
@@ -342,57 +346,3 @@ def _stitched_schemas(os_: Side, ns: Side, cuts: list[Cut], stream: str) -> Data
              .withColumn("vendor", F.lit(ns.vendor)).withColumn("stream", F.lit(stream)))
         parts.append(s.select(*side.schemas.columns))
     return parts[0].unionByName(parts[1])
-
-
-# -- command line ---------------------------------------------------------------------------------------------
-def print_cutover(report: dict[str, Any], console=None) -> None:
-    """The chosen switch points (or the reasons for refusing) as a table."""
-    from rich.console import Console
-    from rich.table import Table
-
-    console = console or Console()
-    t = Table(title=f"cutover {report['old']['vendor']} -> {report['new']['vendor']} as stream '{report['stream']}'")
-    for col in ("table", "status", "switch at", "how", "rows old / new", "verified", "reason"):
-        t.add_column(col, overflow="fold")
-    for x in report["tables"]:
-        ok = x["status"] == "ok"
-        rows = f"{x.get('rows_from_old', '-')} / {x.get('rows_from_new', '-')}" if ok else ""
-        ver = x.get("verified") or {}
-        t.add_row(x["name"], "[green]ok[/green]" if ok else "[red]refused[/red]", x["at"] or "", x["how"], rows,
-                  f"{ver.get('matched', 0)} matched, {ver.get('disagreements', 0)} disagreements" if ver else "",
-                  x["reason"] or "; ".join(x["warnings"][:2]))
-    console.print(t)
-    window = report.get("window")
-    console.print(f"common window: {window[0]} to {window[1]}" if window else "common window: none", highlight=False)
-    if report["status"] == "done":
-        console.print(f"[green]stitched stream '{report['stream']}' written[/green]: {report['rows_written']} rows "
-                      f"into {report['lake']} (run {report['run_id']})", highlight=False)
-    else:
-        console.print("[red]cutover refused, nothing written:[/red]")
-        for r in report["reasons"]:
-            console.print(f"  - {r}", highlight=False, soft_wrap=True)
-
-
-def cutover_command(old: str, old_vendor: str | None, new: str, new_vendor: str | None, lake: str,
-                    at: str | None, stream: str | None, master: str | None) -> int:
-    """`cdcnorm cutover`: 0 written, 1 refused with reasons, 2 usage, 3 runtime."""
-    from rich.console import Console
-
-    from cdcnorm.errors import CdcError
-    from cdcnorm.session import get_spark
-
-    console, err = Console(), Console(stderr=True)
-    try:
-        with console.status("starting Spark") as status:
-            spark = get_spark(master, quiet=True)
-            report = cutover(spark, old, new, lake, old_vendor, new_vendor, at=at or "auto",
-                             stream=stream or "cutover", progress=lambda m: status.update(m))
-        print_cutover(report, console)
-        return EXIT_OK if report["status"] == "done" else EXIT_REFUSED
-    except CdcError as exc:
-        err.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
-        return exc.exit_code
-    except Exception as exc:  # Spark/Java failures: one readable line
-        text = str(exc).strip().splitlines()
-        err.print(f"[red]error:[/red] {type(exc).__name__}: {text[0][:500] if text else ''}", highlight=False, soft_wrap=True)
-        return EXIT_RUNTIME

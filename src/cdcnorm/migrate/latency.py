@@ -11,8 +11,8 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdcnorm.compare.sides import Side
-from cdcnorm.compare.streams import LOG_OPS, from_us, iso_us
+from cdcnorm.migrate.matching import LOG_OPS, from_us, iso_us
+from cdcnorm.migrate.sides import Side
 
 BUCKETS: tuple[tuple[str, float], ...] = (
     ("<0", 0.0), ("<1ms", 0.001), ("<10ms", 0.01), ("<100ms", 0.1), ("<0.5s", 0.5), ("<1s", 1.0), ("<2s", 2.0),

@@ -1,7 +1,7 @@
-"""`cdcnorm compare`: run the comparison, decide a verdict per table, and print/write the reports.
+"""`cdcnorm compare`: run the comparison, decide a verdict per table, and write the reports.
 
-The JSON report is the contract (the terminal summary and the HTML report are views of it); every number in
-it is an aggregate computed by Spark, every sample a bounded `limit(n)`.
+The JSON report is the contract (the terminal summary in `cdcnorm.cli.compare` and the HTML report are views
+of it); every number in it is an aggregate computed by Spark, every sample a bounded `limit(n)`.
 """
 
 from __future__ import annotations
@@ -14,15 +14,14 @@ from typing import Any
 import orjson
 from pyspark.sql import SparkSession
 
-import cdcnorm
-from cdcnorm.compare.latency import freshness_gap, side_overview
-from cdcnorm.compare.sides import TablePair, TableRef, match_tables, open_side
-from cdcnorm.compare.state import applied_states, diff_state
-from cdcnorm.compare.streams import compare_stream
+from cdcnorm._version import __version__
 from cdcnorm.errors import UsageError
+from cdcnorm.migrate.latency import freshness_gap, side_overview
+from cdcnorm.migrate.sides import TablePair, TableRef, match_tables, open_side
+from cdcnorm.migrate.state import applied_states, diff_state
+from cdcnorm.migrate.streams import compare_stream
 
 Progress = Callable[[str], None]
-EXIT_EQUAL, EXIT_DIFFERENT, EXIT_USAGE, EXIT_RUNTIME = 0, 1, 2, 3
 
 
 def compare(spark: SparkSession, left: str, right: str, left_vendor: str | None = None,
@@ -187,7 +186,7 @@ def _report(ls, rs, results, only_left: list[TableRef], only_right: list[TableRe
                         "latency_histogram": ov["histogram"]}
     lags = [t["latency"]["lag"] for t in results if t["latency"].get("lag") and t["latency"]["lag"].get("count")]
     report = {
-        "report": "cdcnorm.compare", "report_version": 1, "cdcnorm_version": cdcnorm.__version__,
+        "report": "cdcnorm.compare", "report_version": 1, "cdcnorm_version": __version__,
         "generated_at": started.isoformat(),
         "verdict": ("equal (lossy: " + ", ".join(lossy) + ")" if lossy else "equal") if equal else "differs",
         "equal": equal,
@@ -214,7 +213,7 @@ def to_json(report: dict[str, Any]) -> str:
 
 def write_reports(report: dict[str, Any], report_dir: str) -> dict[str, str]:
     """`compare.json` and the self-contained `compare.html` in `report_dir` (local folder)."""
-    from cdcnorm.compare.html import render_html
+    from cdcnorm.migrate.html import render_html
 
     out = Path(report_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -222,115 +221,3 @@ def write_reports(report: dict[str, Any], report_dir: str) -> dict[str, str]:
     Path(paths["json"]).write_text(to_json(report))
     Path(paths["html"]).write_text(render_html(report), encoding="utf-8")
     return paths
-
-
-def _fmt_s(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v * 1000:.1f}ms" if abs(v) < 1 else f"{v:.2f}s"
-
-
-def print_summary(report: dict[str, Any], console=None) -> None:
-    """The readable terminal summary: a verdict per table and why, then latency and freshness per side."""
-    from rich.console import Console
-    from rich.table import Table
-
-    console = console or Console()
-    lft, rgt = report["left"], report["right"]
-    title = f"compare: {_side_name(lft)} (left) vs {_side_name(rgt)} (right)"
-    t = Table(title=title, show_lines=False)
-    for col, just in (("table", "left"), ("verdict", "left"), ("rows L/R", "right"), ("changes matched", "right"),
-                      ("lag p50", "right"), ("why", "left")):
-        t.add_column(col, justify=just, overflow="fold")
-    for tb in report["tables"]:
-        st, sm = tb["state"], tb["stream"]
-        color = "green" if tb["equal"] else "red"
-        lag = (tb["latency"].get("lag") or {}).get("p50")
-        why = "; ".join(tb["reasons"]) or "; ".join(tb["notes"][:2])
-        t.add_row(tb["name"] + ("" if tb["matched_by"] == "name" else f" [dim](by {tb['matched_by']})[/dim]"),
-                  f"[{color}]{tb['verdict']}[/{color}]", f"{st.get('rows_left', 0)}/{st.get('rows_right', 0)}",
-                  str(sm.get("matched", 0)), _fmt_s(lag), why)
-    for side in ("left", "right"):
-        for u in report["unmatched_tables"][side]:
-            t.add_row(u["name"], "[red]differs[/red]", "", "", "", f"table only on the {side}")
-    console.print(t)
-    for tb in report["tables"]:
-        if not tb["equal"]:
-            _print_details(console, tb)
-    lat = Table(title="latency (capture_ts - source_ts) and freshness")
-    for col in ("side", "vendor", "changes", "p50", "p95", "p99", "max", "newest change", "newest heartbeat"):
-        lat.add_column(col, justify="right" if col not in ("side", "vendor") else "left")
-    for label, s in (("left", lft), ("right", rgt)):
-        la = s["latency"]
-        lat.add_row(label, _side_name(s), str(la["count"]), _fmt_s(la["p50"]), _fmt_s(la["p95"]), _fmt_s(la["p99"]),
-                    _fmt_s(la["max"]), s["freshness"]["newest_change"] or "-", s["freshness"]["newest_heartbeat"] or "-")
-    console.print(lat)
-    color = "green" if report["equal"] else "red"
-    s = report["summary"]
-    console.print(f"[{color}]verdict: {report['verdict']}[/{color}] — {s['equal']} of {s['tables']} table(s) equal"
-                  + (f", {s['only_left']} only left, {s['only_right']} only right" if s["only_left"] or s["only_right"] else ""),
-                  highlight=False)
-
-
-def _side_name(s: dict[str, Any]) -> str:
-    return s["vendor"] + (f":{s['stream']}" if s.get("stream") else "")
-
-
-def _print_details(console, tb: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    st, sm = tb["state"], tb["stream"]
-    cols = [c for c in st.get("columns", []) if c["unequal"]]
-    if cols:
-        t = Table(title=f"{tb['name']}: columns with unequal values")
-        for col in ("column", "types", "unequal", "null diff", "max diff", "sample key", "left", "right"):
-            t.add_column(col, overflow="fold")
-        for c in cols:
-            s = (st["samples"]["values"].get(c["name"]) or [{}])[0]
-            types = c["left_type"] if c["left_type"] == c["right_type"] else f"{c['left_type']} / {c['right_type']}"
-            t.add_row(c["name"], types, str(c["unequal"]), str(c["null_diff"]),
-                      "" if c["max_diff"] is None else f"{c['max_diff']:g}", str(s.get("key", "")),
-                      str(s.get("left", "")), str(s.get("right", "")))
-        console.print(t)
-    smp = st.get("samples", {})
-    for side in ("left", "right"):
-        keys = [s["key"] for s in smp.get(f"only_{side}", [])]
-        if keys:
-            console.print(f"  rows only on the {side} (sample): {', '.join(keys[:5])}", highlight=False)
-        changes = sm.get("samples", {}).get(f"only_{side}", [])
-        if changes:
-            shown = ", ".join(f"{c['op']} {c['key']} @ {c['source_ts']}" for c in changes[:5])
-            console.print(f"  changes only on the {side} (sample): {shown}", highlight=False)
-    for col, rows in sm.get("samples", {}).get("image", {}).items():
-        s = rows[0]
-        console.print(f"  change images differ in {col}: {s['key']} @ {s['source_ts']}: {s['left']} vs {s['right']}",
-                      highlight=False)
-
-
-def compare_command(left: str, right: str, left_vendor: str | None, right_vendor: str | None,
-                    tables: list[str] | None, table_map: dict[str, str] | list[str] | None, report_dir: str | None,
-                    master: str | None) -> int:
-    """`cdcnorm compare`: 0 when every table is equal, 1 when something differs, 2 usage, 3 runtime."""
-    from rich.console import Console
-
-    from cdcnorm.errors import CdcError
-    from cdcnorm.session import get_spark
-
-    console, err = Console(), Console(stderr=True)
-    try:
-        with console.status("starting Spark") as status:
-            spark = get_spark(master, quiet=True)
-            report = compare(spark, left, right, left_vendor, right_vendor, tables or None, table_map,
-                             progress=lambda m: status.update(m))
-        print_summary(report, console)
-        if report_dir:
-            paths = write_reports(report, report_dir)
-            console.print(f"reports: {paths['json']}  {paths['html']}", highlight=False)
-        return EXIT_EQUAL if report["equal"] else EXIT_DIFFERENT
-    except CdcError as exc:
-        err.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
-        return exc.exit_code
-    except Exception as exc:  # Spark/Java failures: one readable line
-        err.print(f"[red]error:[/red] {type(exc).__name__}: {str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ''}",
-                  highlight=False, soft_wrap=True)
-        return EXIT_RUNTIME

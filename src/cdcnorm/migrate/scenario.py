@@ -24,11 +24,10 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from cdcnorm.apply_types import parse_inferred
-from cdcnorm.compare.lakeio import hashed_id, write_run
-from cdcnorm.compare.streams import from_us
 from cdcnorm.errors import UsageError
-from cdcnorm.lake import Lake
+from cdcnorm.lake import Lake, hashed_id, write_run
+from cdcnorm.migrate.matching import from_us
+from cdcnorm.state.types import parse_inferred
 
 LOG_OPS = ("INSERT", "UPDATE", "DELETE")
 _MAP = "map<string,variant>"

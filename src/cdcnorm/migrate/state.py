@@ -15,8 +15,8 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from cdcnorm.compare.rules import EXACT_NUMERIC, ColumnComparison, compare_column, display, sql_ref
-from cdcnorm.compare.sides import Side, TablePair, TableRef
+from cdcnorm.migrate.rules import EXACT_NUMERIC, ColumnComparison, compare_column, display, sql_ref
+from cdcnorm.migrate.sides import Side, TablePair, TableRef
 
 
 @dataclass
@@ -33,7 +33,7 @@ class TableState:
 
 def applied_states(spark: SparkSession, sides: list[Side], pairs: list[TablePair]) -> dict[tuple[str, TableRef], TableState]:
     """Apply each lake once (not written: compare never changes a lake) for the paired tables of its sides."""
-    from cdcnorm.current import TableId, apply
+    from cdcnorm.state import TableId, apply
 
     wanted: dict[str, list[tuple[str, TableRef]]] = {}
     for side, refs in ((sides[0], [p.left for p in pairs]), (sides[1], [p.right for p in pairs])):

@@ -21,9 +21,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-import cdcnorm
-from cdcnorm.current import TableId
+from cdcnorm.pipeline import normalize
 from cdcnorm.simulate import VENDOR_FORMATS, Manifest, load_truth, simulate
+from cdcnorm.state import TableId, apply
 
 UTC = dt.UTC
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
@@ -61,12 +61,12 @@ def build_lake(spark: SparkSession, out: str | Path, lake: str | Path, *, tables
     reports: dict[str, dict[str, Any]] = {}
     for vf in formats:
         t0 = time.perf_counter()
-        result = cdcnorm.normalize([str(manifest.input_dir(vf))], VENDOR_FORMATS[vf][0], spark=spark,
+        result = normalize([str(manifest.input_dir(vf))], VENDOR_FORMATS[vf][0], spark=spark,
                                    options=options_for(vf, manifest), lake=str(lake))
         reports[vf] = result.report
         timings[f"normalize {vf}"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    frames = cdcnorm.apply(spark, str(lake))
+    frames = apply(spark, str(lake))
     timings["apply"] = time.perf_counter() - t0
     return {"manifest": manifest, "reports": reports, "frames": frames, "timings": timings}
 

@@ -1,0 +1,42 @@
+"""`cdcnorm simulate`: one simulated source history as each vendor would deliver it, plus the ground truth."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cdcnorm.cli.guard import run_guarded
+
+
+def simulate(
+    out: Annotated[str, typer.Option("--out", help="Output folder.")],
+    vendor: Annotated[list[str] | None, typer.Option("--vendor", help="Vendor, vendor format, or all (repeatable).")] = None,
+    tables: Annotated[int, typer.Option("--tables", help="Number of simulated tables.")] = 3,
+    rows: Annotated[int, typer.Option("--rows", help="Rows per table in the backfill.")] = 100,
+    changes: Annotated[int, typer.Option("--changes", help="Changes after the backfill.")] = 500,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the history.")] = 1,
+    quirk: Annotated[list[str] | None, typer.Option("--quirk", help="Delivery quirk to switch on (default: all; 'none').")] = None,
+) -> None:
+    """Write one simulated source history as each vendor would deliver it, plus the ground truth."""
+
+    def run() -> int:
+        from cdcnorm.simulate import simulate_command
+
+        _check(vendor or ["all"], quirk)
+        return simulate_command(vendor or ["all"], tables, rows, changes, seed, out, quirk)
+
+    run_guarded(run)
+
+
+def _check(vendors: list[str], quirks: list[str] | None) -> None:
+    """Unknown vendors or quirks are usage errors, reported (and traced under CDCNORM_DEBUG) like every command's."""
+    from cdcnorm.errors import UsageError
+    from cdcnorm.simulate import resolve_formats
+    from cdcnorm.simulate.delivery import parse_quirks
+
+    try:
+        resolve_formats(vendors)
+        parse_quirks(quirks)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc

@@ -1,0 +1,113 @@
+"""The live rows of every table in one shuffle by (table, row key): the heart of `cdcnorm apply`.
+
+Every applicable change of every table is repartitioned once by (table, group key); the latest value of each
+column since the key's last reset (DELETE, or the table's last TRUNCATE) is picked by `sort_key`, generically
+over the images as `map<string, variant>`, so the number of tables never multiplies the work.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from cdcnorm.state.plan import ROW_OPS, TablePlan
+
+_IMAGE = "map<string,variant>"
+
+
+def live_state(changes: DataFrame, plans: list[TablePlan]) -> DataFrame:
+    """`_tid, _gkey, values (map<string, variant>), _n (row multiplicity)` of every live row.
+
+    Each change is shuffled once, by (table, group key); keyed and keyless tables take separate branches
+    (disjoint rows), built only when such tables exist.
+    """
+    spark = changes.sparkSession
+    params = spark.createDataFrame(
+        [(p.hid, p.truncated_at, p.key_mode, p.key_columns) for p in plans],
+        "_tid string, _trunc binary, _mode string, _pks array<string>",
+    )
+    op = F.col("op")
+    rows = (changes.where(op.isin(*ROW_OPS) & ~((op == "UPDATE") & F.col("after").isNull()))
+            .join(F.broadcast(params), "_tid")
+            .where(F.col("_trunc").isNull() | (F.col("sort_key") > F.col("_trunc"))))
+    modes = {p.key_mode for p in plans}
+    parts = []
+    if modes - {"keyless"}:
+        entries = _keyed_entries(rows.where(F.col("_mode") != "keyless"))
+        parts.append(_merge_keyed(entries.repartition("_tid", "_gkey")))
+    if "keyless" in modes:
+        entries = _keyless_entries(rows.where(F.col("_mode") == "keyless"))
+        parts.append(_count_keyless(entries.repartition("_tid", "_gkey")))
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+
+
+def _as_image(col: Column) -> Column:
+    return F.try_variant_get(col, "$", _IMAGE)
+
+
+def _keyed_entries(rows: DataFrame) -> DataFrame:
+    """One entry per change: its group key, and the columns it carries (missing columns dropped)."""
+    op = F.col("op")
+    df = rows.select(
+        "_tid", "_mode", "_pks", "op", "sort_key", "key_bytes", "missing_columns",
+        _as_image(F.col("after")).alias("_after"), _as_image(F.col("key")).alias("_keymap"),
+        _as_image(F.col("before")).alias("_before"),
+    )
+    source = F.when(op == "DELETE", F.col("_before")).otherwise(F.coalesce("_after", "_before"))
+    df = df.withColumn("_kv", F.transform(
+        "_pks", lambda c: F.coalesce(F.try_element_at(F.col("_keymap"), c), F.try_element_at(source, c))))
+    keyable = F.exists("_kv", lambda v: v.isNotNull() & ~F.is_variant_null(v))
+    gkey = F.when(F.col("_mode") == "event", F.col("key_bytes")).when(keyable, F.to_json("_kv").cast("binary"))
+    missing = F.coalesce(F.col("missing_columns"), F.array().cast("array<string>"))
+    df = df.select("_tid", "op", "sort_key", gkey.alias("_gkey"), "_keymap",
+                   F.map_filter("_after", lambda k, _v: ~F.array_contains(missing, k)).alias("_present"))
+    present, keymap = F.col("_present"), F.col("_keymap")
+    extra = F.map_filter(keymap, lambda k, _v: present.isNull() | ~F.map_contains_key(present, k))
+    image = (F.when(op == "DELETE", F.lit(None))
+             .when(keymap.isNull(), present).when(present.isNull(), keymap)
+             .otherwise(F.map_concat(extra, present)))
+    return df.where(F.col("_gkey").isNotNull()).select("_tid", "_gkey", "op", "sort_key", image.alias("_img"))
+
+
+def _keyless_entries(rows: DataFrame) -> DataFrame:
+    """Keyless tables: the row image is the key; DELETE (and an UPDATE's before) -1, the new image +1."""
+    op = F.col("op")
+    minus = F.struct(F.lit(-1).alias("sign"), F.lit(0).alias("sub"),
+                     F.when(op.isin("DELETE", "UPDATE"), F.col("before")).alias("v"))
+    plus = F.struct(F.lit(1).alias("sign"), F.lit(1).alias("sub"), F.when(op != "DELETE", F.col("after")).alias("v"))
+    exploded = rows.select(
+        "_tid", "sort_key", F.explode(F.filter(F.array(minus, plus), lambda e: e["v"].isNotNull())).alias("e"))
+    return exploded.select(
+        "_tid", "sort_key", F.to_json(F.col("e.v")).cast("binary").alias("_gkey"),
+        F.col("e.sub").alias("_sub"), F.col("e.sign").alias("_sign"), _as_image(F.col("e.v")).alias("_img"),
+    )
+
+
+def _merge_keyed(entries: DataFrame) -> DataFrame:
+    """Per key: each column's last present value after the key's last DELETE; no change after it, no row."""
+    w = Window.partitionBy("_tid", "_gkey")
+    sk = F.col("sort_key")
+    marked = entries.withColumn("_del", F.max(F.when(F.col("op") == "DELETE", sk)).over(w))
+    live = marked.where((F.col("op") != "DELETE") & (F.col("_del").isNull() | (sk > F.col("_del"))))
+    cells = live.select("_tid", "_gkey", "sort_key", F.explode_outer("_img").alias("_col", "_val"))
+    per_col = cells.groupBy("_tid", "_gkey", "_col").agg(F.max_by("_val", "sort_key").alias("_val"))
+    entry = F.when(F.col("_col").isNotNull(), F.struct(F.col("_col").alias("k"), F.col("_val").alias("v")))
+    return (per_col.groupBy("_tid", "_gkey").agg(F.map_from_entries(F.collect_list(entry)).alias("values"))
+            .withColumn("_n", F.lit(1).cast("long")))
+
+
+def _count_keyless(entries: DataFrame) -> DataFrame:
+    """Multiset of row images: running count in change order, never below zero (a DELETE of nothing is a no-op).
+
+    The final count of a reflected walk is `S_end - min(0, min S_k)` over the running sums S_k.
+    """
+    order = (Window.partitionBy("_tid", "_gkey").orderBy("sort_key", "_sub")
+             .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    runs = entries.withColumn("_run", F.sum("_sign").over(order))
+    plus = F.col("_sign") > 0
+    agg = runs.groupBy("_tid", "_gkey").agg(
+        F.max_by("_run", F.struct("sort_key", "_sub")).alias("_end"), F.min("_run").alias("_low"),
+        F.max_by(F.when(plus, F.col("_img")), F.when(plus, F.col("sort_key"))).alias("values"),
+    )
+    n = (F.col("_end") - F.least(F.lit(0).cast("long"), F.col("_low"))).cast("long")
+    return agg.select("_tid", "_gkey", "values", n.alias("_n")).where(F.col("_n") > 0)

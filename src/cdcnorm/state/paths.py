@@ -1,0 +1,56 @@
+"""Where `cdcnorm apply` writes each table: `LAKE/current/<vendor>/<stream>/<database>/<schema>/<table>/`.
+
+Why a module of its own: the path rule is part of the lake's contract (readers outside cdcnorm rely on it) and
+needs no Spark, so it is importable and testable on its own. Semantics: docs/apply.md.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+from urllib.parse import quote
+
+CURRENT = "current"
+INDEX = "_tables.json"
+
+
+class TableId(NamedTuple):
+    """Identity of a source table: null-safe (vendor, stream, database, schema, table)."""
+
+    vendor: str
+    stream: str
+    database: str | None
+    schema: str | None
+    table: str | None
+
+    @property
+    def name(self) -> str:
+        """`database.schema.table` without the null parts (`db.table` for MySQL-family sources)."""
+        return ".".join(p for p in (self.database, self.schema, self.table) if p is not None)
+
+
+def path_component(value: str | None) -> str:
+    """One folder name of the path rule: injective, safe on every file system and for Spark's listing.
+
+    Percent-encode everything but letters, digits and `-._~` (so `/` in stream names, `=`, `:` and glob
+    characters are escaped); a leading `.` or `_` is encoded too, which keeps `..` out and stops Hadoop/Spark
+    treating the folder as hidden. That frees every spelling that starts with `_` for sentinels: null is `_`
+    and the empty string is `_empty`.
+    """
+    if value is None:
+        return "_"
+    if value == "":
+        return "_empty"
+    enc = quote(value, safe="")
+    if enc[0] in "._":
+        enc = f"%{ord(enc[0]):02X}{enc[1:]}"
+    return enc
+
+
+def relative_path(tid: TableId) -> str:
+    """`current/<vendor>/<stream>/<database>/<schema>/<table>` for a table, relative to the lake."""
+    return "/".join((CURRENT, *(path_component(v) for v in tid)))
+
+
+def table_path(lake: str, tid: TableId | tuple) -> str:
+    """Where `cdcnorm apply` writes a table's current state: `LAKE/current/...` (see :func:`path_component`)."""
+    return lake.rstrip("/") + "/" + relative_path(TableId(*tid))

@@ -1,0 +1,145 @@
+"""What `cdcnorm apply` decides per table before touching any data: schema version, key mode and columns.
+
+Everything here is metadata: one aggregate over the changes and one over the schema versions, each collected as
+one row per table (never data rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from cdcnorm.canonical.schema import OPS
+from cdcnorm.state.paths import TableId
+from cdcnorm.state.types import OutputColumn, parse_inferred, spark_type_name
+
+IDENT = ("vendor", "stream", "database", "schema", "table")
+ROW_OPS = ("INSERT", "UPDATE", "DELETE", "SNAPSHOT")
+APPLIED_OPS = (*ROW_OPS, "TRUNCATE")
+IGNORED_OPS = tuple(o for o in OPS if o not in APPLIED_OPS)
+
+
+@dataclass
+class TablePlan:
+    """How one table is applied: its columns, key mode and the counts reported for it."""
+
+    tid: TableId
+    hid: str
+    columns: list[OutputColumn]
+    schema_version: str | None
+    schema_source: str
+    key_mode: str
+    key_columns: list[str]
+    truncated_at: bytes | None
+    stats: dict[str, Any] = field(default_factory=dict)
+    rows: int = 0
+
+
+def table_hash() -> Column:
+    """A null-safe, non-null table id (VARIANT-free and short) to partition and join on."""
+    return F.substring(F.sha2(F.to_json(F.array(*[F.col(f"`{c}`") for c in IDENT])), 256), 1, 32)
+
+
+def name_filter(tables: list[str] | None) -> Column | None:
+    """`table`, `schema.table` or `db.schema.table`, case-insensitive, matched as a dotted suffix."""
+    if not tables:
+        return None
+    name = F.lower(F.concat_ws(".", "database", "schema", "table"))
+    cond = F.lit(False)
+    for t in tables:
+        t = t.strip().lower()
+        cond = cond | (name == t) | name.endswith("." + t)
+    return cond
+
+
+def latest_schemas(schemas: DataFrame) -> dict[str, dict[str, Any]]:
+    """The latest schema version per table: by `first_seen`, then numerically, then textually by version."""
+    order = Window.partitionBy("_tid").orderBy(
+        F.col("first_seen").desc_nulls_last(),
+        F.expr("try_cast(schema_version AS decimal(38,0))").desc_nulls_last(),
+        F.col("schema_version").desc(),
+    )
+    rows = (schemas.withColumn("_tid", table_hash()).withColumn("_rn", F.row_number().over(order))
+            .where(F.col("_rn") == 1).select("_tid", *IDENT, "schema_version", "columns").collect())
+    return {r["_tid"]: r.asDict(recursive=True) for r in rows}
+
+
+def table_stats(changes: DataFrame, with_schema: set[str]) -> dict[str, dict[str, Any]]:
+    """One aggregate over the changes: truncate positions, key coverage, counts, and inferred columns."""
+    op, sk = F.col("op"), F.col("sort_key")
+    orphan = (op == "UPDATE") & F.col("after").isNull()
+    applied = op.isin(*ROW_OPS) & ~orphan
+    data = op.isin(*APPLIED_OPS)
+    image = F.when(op == "DELETE", F.col("before")).otherwise(F.col("after"))
+    no_schema = ~F.col("_tid").isin(*sorted(with_schema)) if with_schema else F.lit(True)
+    aggs = [
+        F.max(F.when(op == "TRUNCATE", sk)).alias("truncated_at"),
+        F.count_if(op == "TRUNCATE").alias("truncates"),
+        F.count_if(applied).alias("row_changes"),
+        F.count_if(orphan).alias("orphan_updates_ignored"),
+        F.count_if(applied & F.col("key_bytes").isNull()).alias("unkeyed"),
+        F.count_if(applied & F.col("key_bytes").isNull() & F.col("key").isNull() & image.isNull()).alias("unkeyable"),
+        F.count_if((op == "UPDATE") & F.col("before").isNull() & F.col("after").isNotNull()).alias("updates_without_before"),
+        F.max_by("primary_keys", F.when(F.col("primary_keys").isNotNull(), sk)).alias("event_keys"),
+        F.max(F.when(data, sk)).alias("last_sort_key"),
+        F.max_by("position", F.when(data, sk)).alias("last_position"),
+        F.max_by("source_ts", F.when(data, sk)).alias("last_source_ts"),
+        F.schema_of_variant_agg(F.when(no_schema & applied & (op != "DELETE"), F.col("after"))).alias("inferred"),
+        *[F.count_if(op == o).alias(f"ignored_{o}") for o in IGNORED_OPS],
+    ]
+    rows = changes.groupBy("_tid", *IDENT).agg(*aggs).collect()
+    out = {}
+    for r in rows:
+        d = r.asDict(recursive=True)
+        for k in ("truncated_at", "last_sort_key"):
+            d[k] = bytes(d[k]) if d[k] is not None else None
+        d["ignored_ops"] = {o: d.pop(f"ignored_{o}") for o in IGNORED_OPS if d[f"ignored_{o}"]}
+        out[d["_tid"]] = d
+    return out
+
+
+def _schema_columns(schema: dict[str, Any]) -> list[OutputColumn]:
+    cols = sorted(schema["columns"] or [], key=lambda c: (c["ordinal"] is None, c["ordinal"] or 0, c["name"]))
+    seen: set[str] = set()
+    out = []
+    for c in cols:
+        if c["name"] is not None and c["name"] not in seen:
+            seen.add(c["name"])
+            out.append(OutputColumn(c["name"], spark_type_name(c["canonical_type"]), c["canonical_type"]))
+    return out
+
+
+def _schema_keys(schema: dict[str, Any] | None) -> list[str]:
+    if not schema:
+        return []
+    pks = [c for c in schema["columns"] or [] if c["pk_position"] is not None and c["name"] is not None]
+    return [c["name"] for c in sorted(pks, key=lambda c: c["pk_position"])]
+
+
+def plan_tables(stats: dict[str, dict], latest: dict[str, dict]) -> list[TablePlan]:
+    """Decide columns and key mode per table: every table with a data change or a schema version."""
+    plans = []
+    for hid in sorted(set(stats) | set(latest)):
+        st, sv = stats.get(hid), latest.get(hid)
+        if sv is None and not (st and (st["row_changes"] or st["truncates"])):
+            continue  # only DDL/heartbeat/transaction rows: nothing to apply (counted in the summary)
+        src = sv or st
+        tid = TableId(*(src[c] for c in IDENT))
+        event_keys = (st or {}).get("event_keys") or []
+        schema_keys = _schema_keys(sv)
+        if not st or not st["unkeyed"]:
+            mode, keys = "event", event_keys or schema_keys
+        elif schema_keys or event_keys:
+            mode, keys = "derived", schema_keys or event_keys
+        else:
+            mode, keys = "keyless", []
+        if sv is not None:
+            columns, source, version = _schema_columns(sv), "schema_version", sv["schema_version"]
+        else:
+            columns, source, version = parse_inferred(st["inferred"], keys), "inferred", None
+        plans.append(TablePlan(tid, hid, columns, version, source, mode, keys,
+                               (st or {}).get("truncated_at"), st or {}))
+    return plans
