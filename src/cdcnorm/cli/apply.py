@@ -12,7 +12,7 @@ from cdcnorm.cli.options import LakeOpt, MasterOpt, check_lakes_exist
 from cdcnorm.cli.output import console
 
 
-def apply(
+def apply_cmd(
     lake: LakeOpt,
     table: Annotated[list[str] | None, typer.Option("--table", help="Only these tables (table, schema.table or db.schema.table).")] = None,
     master: MasterOpt = None,

@@ -36,7 +36,7 @@ def main_options(
 
 app.command("normalize")(normalize.normalize)
 app.add_typer(quarantine.app, name="quarantine")
-app.command("apply")(apply.apply)
+app.command("apply")(apply.apply_cmd)
 app.command("compare")(compare.compare)
 app.command("cutover")(cutover.cutover)
 app.command("simulate")(simulate.simulate)
