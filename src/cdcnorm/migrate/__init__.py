@@ -1,7 +1,7 @@
 """Migrating from one CDC vendor to another: `cdcnorm compare` and `cdcnorm cutover`.
 
 `compare(spark, left_lake, right_lake, ...)` returns the JSON report: per table the final-state diff
-(:mod:`.state`), the change-stream match (:mod:`.streams`) and latency (:mod:`.latency`), with a verdict
+(:mod:`.final_state`), the change-stream match (:mod:`.streams`) and latency (:mod:`.latency`), with a verdict
 (:mod:`.report`); :mod:`.html` renders the self-contained HTML report. Lossy vendor projections that explain a
 difference are declared in :mod:`.rules`. `cutover.cutover(spark, old, new, lake, ...)` stitches one
 continuous history from two vendors' streams. Both open their sides with :mod:`.sides` and match changes with

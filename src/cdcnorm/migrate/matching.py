@@ -20,9 +20,9 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from cdcnorm.migrate.final_state import TableState
 from cdcnorm.migrate.rules import compare_column
 from cdcnorm.migrate.sides import Side, TablePair, TableRef
-from cdcnorm.migrate.state import TableState
 from cdcnorm.state.types import extract, parse_inferred
 
 LOG_OPS = ("INSERT", "UPDATE", "DELETE")

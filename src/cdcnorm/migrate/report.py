@@ -16,9 +16,9 @@ from pyspark.sql import SparkSession
 
 from cdcnorm._version import __version__
 from cdcnorm.errors import UsageError
+from cdcnorm.migrate.final_state import applied_states, diff_state
 from cdcnorm.migrate.latency import freshness_gap, side_overview
 from cdcnorm.migrate.sides import TablePair, TableRef, match_tables, open_side
-from cdcnorm.migrate.state import applied_states, diff_state
 from cdcnorm.migrate.streams import compare_stream
 
 Progress = Callable[[str], None]

@@ -16,6 +16,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from cdcnorm.migrate.final_state import TableState
 from cdcnorm.migrate.matching import (
     LOG_OPS,
     annotate_matched,
@@ -28,7 +29,6 @@ from cdcnorm.migrate.matching import (
 )
 from cdcnorm.migrate.rules import display
 from cdcnorm.migrate.sides import Side, TablePair, TableRef
-from cdcnorm.migrate.state import TableState
 
 
 def compare_stream(pair: TablePair, left: Side, right: Side, windows: dict[str, dict[str, Any]],
