@@ -17,6 +17,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cdcnorm.adapters import names as vendor_names
+
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_RUNTIME = 0, 1, 2, 3
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -103,7 +105,7 @@ def _one_line(exc: Exception) -> str:
 def normalize(
     inputs: Annotated[list[str], typer.Argument(help="Input files or folders (local paths or URIs).")],
     lake: LakeOpt,
-    vendor: Annotated[str | None, typer.Option("--vendor", help="datastream | replicate | datahub (auto-detected).")] = None,
+    vendor: Annotated[str | None, typer.Option("--vendor", help=f"{' | '.join(vendor_names())} (auto-detected).")] = None,
     stream: Annotated[str | None, typer.Option("--stream", help="Override the stream name.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any record was quarantined.")] = False,
     option: OptionOpt = None,

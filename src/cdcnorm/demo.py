@@ -14,14 +14,10 @@ from rich.table import Table
 console = Console()
 
 
-DEMO_OPTIONS = {"replicate": {"schema_registry": "replicate/registry"}}
-"""Per-vendor options for the samples (paths relative to `samples/`)."""
-
-
 def normalize_samples(spark, samples: Path, lake: str) -> list[dict]:
     """Normalize `samples/<vendor>/` for every registered vendor that has samples; return the run reports."""
     import cdcnorm
-    from cdcnorm.adapters import available
+    from cdcnorm.adapters import available, spec
 
     reports = []
     for vendor in available():
@@ -29,7 +25,7 @@ def normalize_samples(spark, samples: Path, lake: str) -> list[dict]:
         if not folder.is_dir():
             continue
         with console.status(f"normalizing samples/{vendor}"):
-            options = {k: str(samples / v) for k, v in DEMO_OPTIONS.get(vendor, {}).items()}
+            options = {k: str(samples / v) for k, v in spec(vendor).sample_options.items()}
             result = cdcnorm.normalize([str(folder)], vendor, spark=spark, lake=lake, options=options)
         reports.append(result.report)
     return reports
@@ -53,7 +49,7 @@ def print_runs(reports: list[dict]) -> None:
 
 
 def simulated_flow(spark, root: Path) -> bool:
-    """Simulate one history for all three vendors, normalize into one lake, apply, and check the ground truth."""
+    """Simulate one history for every vendor format, normalize into one lake, apply, and check the ground truth."""
     from cdcnorm.simulate.verify import build_lake, check_format
 
     console.rule("one simulated history through every vendor format: simulate, normalize, apply, verify")

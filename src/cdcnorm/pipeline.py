@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 import cdcnorm
-from cdcnorm.adapters import REGISTRY, Adapter, adapter_class, get_adapter
+from cdcnorm.adapters import Adapter, adapter_class, get_adapter, names
 from cdcnorm.canonical.emit import KIND_CHANGE, KIND_FILTERED, KIND_METADATA, KIND_QUARANTINE, KIND_SCHEMA
 from cdcnorm.canonical.schema import (
     COLUMN_NAMES,
@@ -298,7 +298,7 @@ def _detect_messages(raw: DataFrame) -> str:
 
 def _matching(path: str | None, head: bytes) -> list[str]:
     found = []
-    for name in REGISTRY:
+    for name in names():
         try:
             if adapter_class(name).sniff(path, head):
                 found.append(name)
@@ -309,7 +309,7 @@ def _matching(path: str | None, head: bytes) -> list[str]:
 
 def _decide(votes: dict[str, int], what: str) -> str:
     if not votes:
-        raise UsageError(f"Could not recognise the vendor of these {what}; pass --vendor ({', '.join(REGISTRY)}).")
+        raise UsageError(f"Could not recognise the vendor of these {what}; pass --vendor ({', '.join(names())}).")
     if len(votes) > 1:
         seen = ", ".join(f"{k} ({v})" for k, v in sorted(votes.items()))
         raise UsageError(f"These {what} look like more than one vendor's output: {seen}. Pass --vendor.")

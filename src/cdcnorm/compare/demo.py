@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 OLD, NEW = "replicate", "datastream"
-FORMATS = {"replicate": "replicate-json", "datastream": "datastream-json"}
 
 
 def migration_demo(spark, root: Path, console=None) -> int:
@@ -24,18 +23,19 @@ def migration_demo(spark, root: Path, console=None) -> int:
     import cdcnorm
     from cdcnorm.compare import compare, print_summary, write_reports
     from cdcnorm.cutover import cutover, print_cutover
-    from cdcnorm.simulate import simulate
+    from cdcnorm.simulate import VENDOR_FORMATS, simulate
 
     console = console or Console()
     work = root / "demo-migration"
     shutil.rmtree(work, ignore_errors=True)
+    first_format = {vendor: next(vf for vf, (v, _) in VENDOR_FORMATS.items() if v == vendor) for vendor in (OLD, NEW)}
     with console.status("simulating one source history through two vendors"):
-        simulate(work / "sim", vendors=[FORMATS[OLD], FORMATS[NEW]], tables=2, rows=20, changes=80, quirks=[])
+        manifest = simulate(work / "sim", vendors=list(first_format.values()), tables=2, rows=20, changes=80,
+                            quirks=[])
     lake = str(work / "lake")
-    for vendor in (OLD, NEW):
-        fmt = FORMATS[vendor].split("-", 1)[1]
+    for vendor, vf in first_format.items():
         with console.status(f"normalizing the simulated {vendor} output"):
-            cdcnorm.normalize([str(work / "sim" / vendor / fmt)], vendor, spark=spark, lake=lake)
+            cdcnorm.normalize([str(manifest.input_dir(vf))], vendor, spark=spark, lake=lake)
     with console.status(f"comparing {OLD} with {NEW}") as status:
         report = compare(spark, lake, lake, left_vendor=OLD, right_vendor=NEW, progress=status.update)
     print_summary(report, console)

@@ -40,6 +40,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
+from cdcnorm.adapters.datahub import SPEC
 from cdcnorm.adapters.datahub import tuple_topic as tup
 from cdcnorm.adapters.datahub.ddl import apply_changes, parse_ddl
 from cdcnorm.adapters.datahub.json_stream import JsonObjects, parse_json
@@ -48,9 +49,8 @@ from cdcnorm.canonical.emit import BatchBuilder, decoded_schema, event_id_of
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion
 from cdcnorm.errors import DecodeError
 
-VENDOR = "datahub"
-FMT_BLOB = "datahub.blob"
-FMT_TUPLE = "datahub.tuple"
+VENDOR = SPEC.name
+FMT_BLOB, FMT_TUPLE = SPEC.formats
 
 BLOB_TYPES: dict[str, str] = {
     "LONG": "bigint",
@@ -394,8 +394,8 @@ class _Prefixed(io.RawIOBase):
 class DataHubAdapter(Adapter):
     """DataWorks → DataHub BLOB JSON messages and TUPLE rows (CSV, JSON lines, Parquet)."""
 
-    name = "datahub"
-    formats = (FMT_BLOB, FMT_TUPLE)
+    name = SPEC.name
+    formats = SPEC.formats
     Options = DataHubOptions
     options: DataHubOptions
 

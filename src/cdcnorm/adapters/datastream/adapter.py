@@ -60,12 +60,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
+from cdcnorm.adapters.datastream import SPEC
 from cdcnorm.adapters.datastream import types as dtypes
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion
 
-VENDOR = "datastream"
-FMT_JSON, FMT_AVRO, FMT_BIGQUERY = "datastream.json", "datastream.avro", "datastream.bigquery"
+VENDOR = SPEC.name
+FMT_JSON, FMT_AVRO, FMT_BIGQUERY = SPEC.formats
 
 SOURCE_DBS = {
     "mysql": "mysql", "oracle": "oracle", "oracle_dump": "oracle", "postgresql": "postgresql",
@@ -356,7 +357,7 @@ class DatastreamAdapter(Adapter):
     """Google Cloud Datastream output (see the module docstring for the op, order and id recipes)."""
 
     name = VENDOR
-    formats = (FMT_JSON, FMT_AVRO, FMT_BIGQUERY)
+    formats = SPEC.formats
     Options = DatastreamOptions
     options: DatastreamOptions
 

@@ -38,6 +38,7 @@ from typing import IO, Any, ClassVar
 import orjson
 
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
+from cdcnorm.adapters.replicate import SPEC
 from cdcnorm.adapters.replicate.catalog import (
     Catalog,
     collect_entries,
@@ -56,8 +57,8 @@ from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion, split_key_change
 from cdcnorm.errors import DecodeError
 
-VENDOR = "replicate"
-FMT_JSON, FMT_AVRO, FMT_REGISTRY = "replicate.json", "replicate.avro", "replicate.avro_registry"
+VENDOR = SPEC.name
+FMT_JSON, FMT_AVRO, FMT_REGISTRY = SPEC.formats
 MAGIC = b"atMSG"
 METADATA_RULE = "replicate_metadata"
 CONTROL_PREFIX = "attrep_"
@@ -564,7 +565,7 @@ class ReplicateAdapter(Adapter):
     """Qlik Replicate Kafka / Event Hubs messages -> canonical change rows."""
 
     name: ClassVar[str] = VENDOR
-    formats: ClassVar[tuple[str, ...]] = (FMT_JSON, FMT_AVRO, FMT_REGISTRY)
+    formats: ClassVar[tuple[str, ...]] = SPEC.formats
     Options: ClassVar[type[AdapterOptions]] = ReplicateOptions
 
     def __init__(self, options: dict[str, Any] | AdapterOptions | None = None):
