@@ -18,7 +18,14 @@ from pyspark.sql import functions as F
 
 import cdcnorm
 from cdcnorm.adapters import Adapter, adapter_class, get_adapter, names
-from cdcnorm.canonical.emit import KIND_CHANGE, KIND_FILTERED, KIND_METADATA, KIND_QUARANTINE, KIND_SCHEMA
+from cdcnorm.canonical.emit import (
+    KIND_CHANGE,
+    KIND_FILTERED,
+    KIND_METADATA,
+    KIND_QUARANTINE,
+    KIND_SCHEMA,
+)
+from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.schema import (
     COLUMN_NAMES,
     QUARANTINE_COLUMNS,
@@ -101,7 +108,7 @@ def normalize(
     say(f"decoding {n_files or 'DataFrame'} {'files' if n_files else ''} with the {adapter.name} adapter".replace("  ", " "))
     decoded = _stage(decoded, lake_obj, run_id)
 
-    changes = adapter.post_process(decoded.where(F.col("_kind") == KIND_CHANGE))
+    changes = adapter.post_process(decoded.where(F.col(B.KIND) == KIND_CHANGE))
     existing = lake_obj.changes().select("event_id") if lake_obj else None
     marked = _mark_duplicates(changes, existing).persist(StorageLevel.MEMORY_AND_DISK)
     kept = marked.where(~F.col("_dup")).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
@@ -177,13 +184,13 @@ def _mark_duplicates(changes: DataFrame, existing: DataFrame | None) -> DataFram
 
 
 def _quarantine_rows(decoded: DataFrame, now: dt.datetime) -> DataFrame:
-    q = decoded.where(F.col("_kind") == KIND_QUARANTINE)
+    q = decoded.where(F.col(B.KIND) == KIND_QUARANTINE)
     qid = F.sha2(F.concat(F.coalesce(F.to_json("origin"), F.lit("")).cast("binary"),
-                          F.coalesce(F.col("_raw"), F.lit(b"").cast("binary")),
-                          F.coalesce(F.col("_rule"), F.lit("")).cast("binary")), 256)
+                          F.coalesce(F.col(B.RAW), F.lit(b"").cast("binary")),
+                          F.coalesce(F.col(B.RULE), F.lit("")).cast("binary")), 256)
     out = q.select(
-        "vendor", "format", "origin", F.col("_raw").alias("raw"), F.col("_rule").alias("error_class"),
-        F.col("_message").alias("message"), F.lit(now).cast("timestamp").alias("quarantined_at"),
+        "vendor", "format", "origin", F.col(B.RAW).alias("raw"), F.col(B.RULE).alias("error_class"),
+        F.col(B.MESSAGE).alias("message"), F.lit(now).cast("timestamp").alias("quarantined_at"),
         qid.alias("quarantine_id"),
     )
     return out.dropDuplicates(["quarantine_id"]).select(*[c.name for c in QUARANTINE_COLUMNS])
@@ -193,7 +200,7 @@ def _schema_rows(decoded: DataFrame) -> DataFrame:
     doc_schema = schema_versions_schema()
     fields = [f for f in doc_schema.fields if f.name not in ("version_id", "first_seen")]
     parse_schema = "struct<" + ",".join(f"`{f.name}`:{f.dataType.simpleString()}" for f in fields) + ",first_seen:string>"
-    s = decoded.where(F.col("_kind") == KIND_SCHEMA).select(F.from_json("_schema", parse_schema).alias("s")).select("s.*")
+    s = decoded.where(F.col(B.KIND) == KIND_SCHEMA).select(F.from_json(B.SCHEMA, parse_schema).alias("s")).select("s.*")
     ident = F.concat_ws("\u0001", *[F.coalesce(F.col(c), F.lit("")) for c in
                                      ("vendor", "stream", "database", "schema", "table", "schema_version")])
     s = s.withColumn("first_seen", F.to_timestamp("first_seen")).withColumn("version_id", F.sha2(ident, 256))
@@ -207,15 +214,15 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
                  n_files: int, skipped: dict[str, int], run_id: str, started: dt.datetime) -> dict[str, Any]:
     """Aggregate the run's outcomes; every number comes from an aggregation, never from collected rows."""
     by_kind = {
-        (r["_kind"], r["_rule"]): (int(r["records"] or 0), int(r["rows"]))
-        for r in decoded.groupBy("_kind", "_rule").agg(
-            F.sum("_records").alias("records"), F.count(F.lit(1)).alias("rows")).collect()
+        (r[B.KIND], r[B.RULE]): (int(r["records"] or 0), int(r["rows"]))
+        for r in decoded.groupBy(B.KIND, B.RULE).agg(
+            F.sum(B.RECORDS).alias("records"), F.count(F.lit(1)).alias("rows")).collect()
     }
     records_read = sum(rec for rec, _ in by_kind.values())
     change_records = sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_CHANGE)
     ident = ["vendor", "stream", "source_db", "database", "schema", "table"]
     groups = [r.asDict() for r in marked.groupBy(*ident, "op", "_dup").agg(
-        F.sum("_records").alias("records"), F.sum("_merged").alias("merged"), F.count(F.lit(1)).alias("rows"),
+        F.sum(B.RECORDS).alias("records"), F.sum(B.MERGED).alias("merged"), F.count(F.lit(1)).alias("rows"),
         F.max("source_ts").alias("newest"),
     ).collect()]  # one row per (table, op): aggregates only
     kept_groups = [g for g in groups if not g["_dup"]]

@@ -63,6 +63,7 @@ from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
 from cdcnorm.adapters.datastream import SPEC
 from cdcnorm.adapters.datastream import types as dtypes
 from cdcnorm.canonical.emit import BatchBuilder
+from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion
 
 VENDOR = SPEC.name
@@ -885,10 +886,10 @@ class DatastreamAdapter(Adapter):
     # -- multi-record step ------------------------------------------------------------------------------------
     def post_process(self, changes: DataFrame) -> DataFrame:
         """An UPDATE-INSERT whose UPDATE-DELETE partner (same `_pair`) exists becomes an INSERT flagged key_change."""
-        deletes = (changes.where(F.col("_pair_role") == "delete").select(F.col("_pair").alias("_kc_pair"))
+        deletes = (changes.where(F.col(B.PAIR_ROLE) == "delete").select(F.col(B.PAIR).alias("_kc_pair"))
                    .distinct().withColumn("_kc", F.lit(True)))
-        joined = changes.join(deletes, F.col("_pair") == F.col("_kc_pair"), "left")
-        is_insert_half = (F.col("_pair_role") == "insert") & F.col("_kc").isNotNull()
+        joined = changes.join(deletes, F.col(B.PAIR) == F.col("_kc_pair"), "left")
+        is_insert_half = (F.col(B.PAIR_ROLE) == "insert") & F.col("_kc").isNotNull()
         flags = F.array_union(F.coalesce(F.col("flags"), F.array().cast("array<string>")), F.array(F.lit("key_change")))
         return (joined.withColumn("op", F.when(is_insert_half, F.lit("INSERT")).otherwise(F.col("op")))
                 .withColumn("flags", F.when(is_insert_half, flags).otherwise(F.col("flags")))
