@@ -33,6 +33,7 @@ from cdcnorm.canonical.schema import (
     schema_versions_schema,
 )
 from cdcnorm.errors import CdcError, UsageError
+from cdcnorm.first_pass import first_pass
 from cdcnorm.fs import FileEntry, list_files, open_input
 from cdcnorm.lake import Lake, new_run_id
 from cdcnorm.session import get_spark, keep_exact_variants
@@ -84,7 +85,7 @@ def normalize(
         kind, inputs, skipped, n_files = "messages", ["<DataFrame>"], {}, 0
         raw = prepare_messages(source, column_map)
         adapter = _adapter(vendor or _detect_messages(raw), options)
-        adapter = adapter.prepare(spark, raw, kind, lake_obj)
+        adapter = adapter.prepare(first_pass(adapter, raw, kind, lake_obj))
         decoded = decode_messages(raw, adapter)
     else:
         kind = "files"
@@ -102,7 +103,7 @@ def normalize(
         if not files:
             raise UsageError(f"No data files among the inputs (skipped: {skipped}).")
         frame = files_frame(spark, files)
-        adapter = adapter.prepare(spark, frame, kind, lake_obj)
+        adapter = adapter.prepare(first_pass(adapter, frame, kind, lake_obj))
         decoded = decode_files(frame, adapter)
 
     say(f"decoding {n_files or 'DataFrame'} {'files' if n_files else ''} with the {adapter.name} adapter".replace("  ", " "))

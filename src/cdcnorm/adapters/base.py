@@ -17,17 +17,14 @@ How to write one:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, ClassVar
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 from cdcnorm.canonical.emit import BatchBuilder
-
-if TYPE_CHECKING:
-    from cdcnorm.lake import Lake
 
 
 class AdapterOptions(BaseModel):
@@ -37,6 +34,19 @@ class AdapterOptions(BaseModel):
 
     stream: str | None = None
     """Override the `stream` column (the vendor-side pipeline name)."""
+
+
+@dataclass(frozen=True)
+class FirstPass:
+    """What the pipeline's first pass hands to :meth:`Adapter.prepare`."""
+
+    kind: str
+    """`files` or `messages`: the kind of input being normalized."""
+    items: list[Any] = field(default_factory=list)
+    """The distinct items `first_pass_file` / `first_pass_message` returned, over the whole input."""
+    stored_schemas: list[dict[str, Any]] = field(default_factory=list)
+    """The lake's stored schema versions of this vendor (`LAKE/schemas` rows as dicts), when
+    `uses_stored_schemas` is set and the run writes a lake."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +97,26 @@ class Adapter:
         """Decode one raw message (the `value` of a Kafka-shaped row); `begin_record` was already called."""
         raise NotImplementedError(f"the {self.name} adapter does not decode raw messages")
 
-    # -- a first pass (Spark, before decoding) -----------------------------------------------------------
-    def prepare(self, spark: SparkSession, source: DataFrame, kind: str, lake: Lake | None) -> Adapter:
-        """Hook for a cheap first pass over the input before decoding (e.g. collecting Replicate metadata).
+    # -- a first pass (before decoding): what the adapter wants from the whole input ------------------------
+    uses_stored_schemas: ClassVar[bool] = False
+    """Hand `prepare` the schema versions earlier runs stored in the lake for this vendor."""
 
-        `source` is a DataFrame of input files (`path`, `size`) when `kind == "files"`, or the raw-message
-        DataFrame when `kind == "messages"`; `lake` is the target lake, if any. Returns the adapter to decode
-        with (the default: this one, unchanged).
+    def needs_first_pass(self) -> bool:
+        """Whether the pipeline should run :meth:`first_pass_file` / :meth:`first_pass_message` over the input."""
+        return False
+
+    def first_pass_file(self, path: str, fh: IO[bytes]) -> Iterable[Any]:
+        """Small JSON-serialisable items this adapter wants from one input file (runs on executors)."""
+        return ()
+
+    def first_pass_message(self, value: bytes | None) -> Iterable[Any]:
+        """Small JSON-serialisable items this adapter wants from one raw message (runs on executors)."""
+        return ()
+
+    def prepare(self, first: FirstPass) -> Adapter:
+        """Take what the first pass found before decoding; return the adapter to decode with (default: this one).
+
+        The pipeline runs the Spark job and reads the lake; an adapter never does (it gets the results here).
         """
         return self
 
