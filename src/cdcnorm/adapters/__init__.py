@@ -22,6 +22,7 @@ import difflib
 import importlib
 import importlib.metadata
 import importlib.util
+import sys
 from typing import TYPE_CHECKING, Any
 
 from cdcnorm.adapters.spec import LossyRule, VendorSpec
@@ -45,7 +46,7 @@ Target = Any
 """What :func:`register` accepts: a `VendorSpec`, an adapter class, or `"module:attr"` naming either."""
 
 _registered: dict[str, Target] = {}
-_loaded: dict[str, VendorSpec] = {}
+_loaded: dict[str, tuple[Any, VendorSpec]] = {}
 
 __all__ = [
     "ENTRY_POINT_GROUP", "REGISTRY", "Adapter", "AdapterOptions", "LossyRule", "MessageMeta", "VendorSpec",
@@ -81,9 +82,17 @@ def unregister(name: str) -> None:
     _loaded.pop(name.lower(), None)
 
 
+_scanned: tuple[tuple[str, ...], dict[str, Any]] | None = None
+
+
 def _entry_points() -> dict[str, Any]:
-    """Installed plug-ins, read from the distributions' metadata on every call (plug-ins can be installed late)."""
-    return {ep.name.lower(): ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    """Installed plug-ins from the distributions' metadata, scanned again whenever `sys.path` changes."""
+    global _scanned
+    path = tuple(sys.path)
+    if _scanned is None or _scanned[0] != path:
+        found = {ep.name.lower(): ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+        _scanned = (path, found)
+    return _scanned[1]
 
 
 def _targets() -> dict[str, Any]:
@@ -127,13 +136,12 @@ def _unknown(name: str) -> UsageError:
 def spec(name: str) -> VendorSpec:
     """The spec of a vendor; unknown names fail with a "did you mean" hint."""
     key = name.lower()
-    if key in _loaded:
-        return _loaded[key]
     target = _targets().get(key)
     if target is None:
         raise _unknown(name)
-    _loaded[key] = _load(key, target)
-    return _loaded[key]
+    if key not in _loaded or _loaded[key][0] is not target:
+        _loaded[key] = (target, _load(key, target))
+    return _loaded[key][1]
 
 
 def specs() -> list[VendorSpec]:

@@ -1,17 +1,74 @@
 """What an adapter is: a mostly declarative decoder from one vendor's records to canonical rows.
 
-An adapter decodes one input record at a time in pure Python (orjson / fastavro) inside `mapInArrow` on the
-executors, writing outcomes into a :class:`~cdcnorm.canonical.emit.BatchBuilder`. Steps that need several
-records (pairing update halves, linking a key-change pair) are Spark operations in :meth:`Adapter.post_process`.
+A complete adapter, runnable as it stands (the test suite executes exactly this block). "Acme" writes one JSON
+object per line, `{"op": "i"|"u"|"d", "table": ..., "seq": n, "key": [...], "row": {...}}`:
 
-How to write one:
+```python
+from cdcnorm.adapters import register
+from cdcnorm.adapters.base import Adapter
+from cdcnorm.canonical.record import Change
+import orjson
 
-1. Subclass :class:`Adapter`, set `name`, `formats` and an `Options` pydantic model (extra="forbid").
-2. Implement :meth:`Adapter.read_file` for file containers and :meth:`Adapter.decode_message` for a
-   raw-message DataFrame (Spark's Kafka source shape); both call `out.begin_record(...)` then emit.
-3. Implement :meth:`Adapter.sniff` so `--vendor` can be omitted.
-4. Register it with one line in `cdcnorm/adapters/__init__.py`, add `samples/<vendor>/` and a test module that
-   inherits the contract suite in `tests/contract.py`.
+OPS = {"i": "INSERT", "u": "UPDATE", "d": "DELETE"}
+
+
+class AcmeAdapter(Adapter):
+    # Acme CDC: JSON lines of {op, table, seq, key, row}
+    name = "acme"
+    formats = ("acme.jsonl",)
+    flags = ()  # the canonical.schema.FLAGS this adapter emits itself
+
+    @classmethod
+    def sniff(cls, path, head):
+        return head.startswith(b'{"op"') and b'"seq"' in head[:256]
+
+    def read_file(self, path, fh, out):
+        out.set_context(self.name, self.formats[0])
+        for index, line in enumerate(fh):
+            if line.strip():
+                out.begin_record(path, index, raw=line)
+                self.decode_message(line, None, out)
+                yield
+
+    def decode_message(self, value, meta, out):
+        try:
+            rec = orjson.loads(value)
+            op, seq = OPS[rec["op"]], int(rec["seq"])
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            out.quarantine("bad_event", "not an Acme change: expected {op: i|u|d, table, seq, key, row}")
+            return
+        row = rec.get("row")
+        out.change(Change(
+            vendor=self.name, format=self.formats[0], stream=self.stream_name(None, "acme"),
+            op=op, table=rec.get("table"), primary_keys=rec.get("key"),
+            before=row if op == "DELETE" else None, after=None if op == "DELETE" else row,
+            sort_parts=(1, seq), id_parts=(seq,), position=str(seq),
+        ))
+
+
+register("acme", AcmeAdapter)
+```
+
+After this, `cdcnorm.normalize(["acme/"], "acme", spark=spark)` decodes Acme files and a raw-message
+DataFrame (`value` = one line) alike, and `normalize` without a vendor recognises the files by `sniff`.
+
+How the pieces fit: an adapter decodes one input record at a time in pure Python (orjson / fastavro) inside
+`mapInArrow` on the executors, writing outcomes into a :class:`~cdcnorm.canonical.emit.BatchBuilder`: one
+`begin_record` per input record, then `change(...)`, `quarantine(error_class, message)` (an error class from
+`canonical.schema.ERROR_CLASSES`), `metadata()` or `filtered(rule)`; a record without an outcome is
+quarantined, never lost. `sort_parts` order rows within a table; `id_parts` are the stable fields the event id
+is hashed from (never a file name or offset), so a redelivered change keeps its id. Steps that need several
+records (pairing update halves, linking a key-change pair) are Spark operations in :meth:`Adapter.post_process`,
+which must keep the `_records` + `_merged` totals (:class:`~cdcnorm.canonical.emit.Bookkeeping`). What an adapter
+needs from the whole input before decoding (Replicate's metadata messages) it asks for with
+:meth:`Adapter.first_pass_file` / :meth:`Adapter.first_pass_message`; the pipeline runs that pass and hands
+the results, plus the lake's stored schemas, to :meth:`Adapter.prepare`.
+
+A vendor shipped in cdcnorm or in its own package: one package with a `VendorSpec` (formats, flags, compare
+rules; see :mod:`cdcnorm.adapters.spec`), one registry line in `cdcnorm/adapters/__init__.py` or an entry point
+in the group `cdcnorm.adapters`, an `Options` pydantic model when it takes options, `samples/<vendor>/`, a test
+module inheriting :class:`cdcnorm.testing.AdapterContract`, a docs page and a simulator encoder
+(docs/architecture.md has the checklist).
 """
 
 from __future__ import annotations
