@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import sys
@@ -184,7 +185,7 @@ def test_a_flag_outside_the_vocabulary_is_an_error():
                     table="t", after={"a": 1}, flags=["made_up_flag"])
     with pytest.raises(ValueError, match="made_up_flag"):
         out.change(change)
-    out.change(Change(**{**change.__dict__, "flags": ["no_schema"]}))
+    out.change(dataclasses.replace(change, flags=["no_schema"]))
     assert out.flush().to_pylist()[0]["flags"] == ["no_schema"]
 
 

@@ -113,14 +113,14 @@ def _load(name: str, target: Any) -> VendorSpec:
         obj = getattr(importlib.import_module(module), attr) if attr else importlib.import_module(module)
     else:
         obj = target
-    from cdcnorm.adapters.base import Adapter
-
-    if isinstance(obj, type) and issubclass(obj, Adapter):
-        found = VendorSpec.of_adapter(obj)
-    elif isinstance(obj, VendorSpec):
+    if isinstance(obj, VendorSpec):
         found = obj
     else:
-        raise UsageError(f"Vendor '{name}' points at {obj!r}, which is neither a VendorSpec nor an Adapter class.")
+        from cdcnorm.adapters.base import Adapter
+
+        if not (isinstance(obj, type) and issubclass(obj, Adapter)):
+            raise UsageError(f"Vendor '{name}' points at {obj!r}, which is neither a VendorSpec nor an Adapter class.")
+        found = VendorSpec.of_adapter(obj)
     if found.name != name:
         raise UsageError(f"Vendor '{name}' is registered with a spec named '{found.name}'.")
     return found
