@@ -10,12 +10,6 @@ from dataclasses import dataclass
 
 from pyspark.sql import types as T
 
-from cdcnorm.adapters import REGISTRY
-
-BUILT_IN_VENDORS: tuple[str, ...] = tuple(REGISTRY)
-"""The vendors cdcnorm ships (the registry; plug-ins add theirs through `cdcnorm.adapters.register` or an
-entry point)."""
-
 CANONICAL_VERSION = "1"
 
 OPS: tuple[str, ...] = (
@@ -126,8 +120,7 @@ _S = T.StringType()
 _ARR = T.ArrayType(T.StringType())
 
 COLUMNS: tuple[Column, ...] = (
-    Column("vendor", _S, False, "the adapter's registered name: "
-           + ", ".join(f"`{name}`" for name in BUILT_IN_VENDORS) + " or a plug-in's"),
+    Column("vendor", _S, False, "the adapter's name in the registry (see the vendors table)"),
     Column("format", _S, False, "vendor format, e.g. `datastream.json`, `replicate.avro`, `datahub.blob`"),
     Column("stream", _S, False, "the vendor-side pipeline that delivered the change (overridable)"),
     Column("source_db", _S, True, "source database engine, lower case: `mysql`, `oracle`, `postgresql`, ..."),
