@@ -124,6 +124,8 @@ class Adapter:
 
     name: ClassVar[str] = ""
     formats: ClassVar[tuple[str, ...]] = ()
+    flags: ClassVar[tuple[str, ...]] = ()
+    """The `canonical.schema.FLAGS` this adapter emits itself (a packaged vendor takes them from its spec)."""
     Options: ClassVar[type[AdapterOptions]] = AdapterOptions
     ignored_suffixes: ClassVar[tuple[str, ...]] = (".md", ".rst", ".py", ".avsc", ".crc")
     """Documentation, code and schema files kept next to the data: not read, counted as skipped objects.

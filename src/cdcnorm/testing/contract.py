@@ -56,6 +56,7 @@ class AdapterContract:
         s = spec(self.vendor)
         assert s.name == self.vendor == adapter_class(self.vendor).name
         assert tuple(adapter_class(self.vendor).formats) == tuple(s.formats)
+        assert tuple(adapter_class(self.vendor).flags) == tuple(s.flags)
         assert set(s.flags) <= set(FLAGS), f"declared flags outside canonical.schema.FLAGS: {set(s.flags) - set(FLAGS)}"
 
     def test_schema_is_canonical(self, result):

@@ -397,6 +397,7 @@ class DataHubAdapter(Adapter):
 
     name = SPEC.name
     formats = SPEC.formats
+    flags = SPEC.flags
     Options = DataHubOptions
     options: DataHubOptions
 

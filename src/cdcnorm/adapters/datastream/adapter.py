@@ -359,6 +359,7 @@ class DatastreamAdapter(Adapter):
 
     name = VENDOR
     formats = SPEC.formats
+    flags = SPEC.flags
     Options = DatastreamOptions
     options: DatastreamOptions
 

@@ -566,6 +566,7 @@ class ReplicateAdapter(Adapter):
 
     name: ClassVar[str] = VENDOR
     formats: ClassVar[tuple[str, ...]] = SPEC.formats
+    flags: ClassVar[tuple[str, ...]] = SPEC.flags
     Options: ClassVar[type[AdapterOptions]] = ReplicateOptions
 
     def __init__(self, options: dict[str, Any] | AdapterOptions | None = None):
