@@ -32,7 +32,7 @@ from cdcnorm.adapters.datahub.json_stream import JsonObjects
 from cdcnorm.adapters.datahub.tuple_topic import convert, execute_time, parse_tuple_schema
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.errors import DecodeError, UsageError
-from contract import AdapterContract
+from cdcnorm.testing import AdapterContract
 from decoded import changes, outcomes
 from decoded import rows_of as _rows
 
@@ -880,6 +880,7 @@ def test_raw_message_dataframe(spark):
 
 class TestDataHubContract(AdapterContract):
     vendor = "datahub"
+    message_file = str(BLOB / "documented.jsonl")
     inputs = [str(BLOB), str(EXPORT)]
     options = {"tuple_schema": ORDERS_SCHEMA, "source_db": "mysql", "database": "retail_db"}
 

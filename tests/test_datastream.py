@@ -21,7 +21,7 @@ from cdcnorm.adapters.base import MessageMeta
 from cdcnorm.adapters.datastream.adapter import DatastreamAdapter
 from cdcnorm.canonical import tuple_codec
 from cdcnorm.canonical.emit import BatchBuilder
-from contract import AdapterContract
+from cdcnorm.testing import AdapterContract
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "datastream"
 UTC = dt.UTC
@@ -630,6 +630,7 @@ def test_sniff():
 # -- canonical output through normalize() (Spark) ---------------------------------------------------------------
 class TestDatastreamContract(AdapterContract):
     vendor = "datastream"
+    message_file = str(SAMPLES / "inventory_products" / "2025/01/21/15/01/4e7ee7dfa54196df4b9a059e02a3040d34b217e0_cdc_888_0_1.jsonl")
     inputs: ClassVar[list[str]] = [str(SAMPLES)]
 
     def test_key_change_pairs_across_files(self, rows):

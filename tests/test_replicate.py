@@ -24,7 +24,7 @@ from cdcnorm.adapters.replicate.masks import absent_columns, mask_ordinals, mask
 from cdcnorm.canonical import tuple_codec
 from cdcnorm.canonical.emit import BatchBuilder, event_id_of
 from cdcnorm.errors import DecodeError, UsageError
-from contract import AdapterContract
+from cdcnorm.testing import AdapterContract
 from decoded import changes, outcomes
 from decoded import rows_of as _rows
 
@@ -842,6 +842,7 @@ CONTRACT_INPUTS = [str(SAMPLES / "json"), str(SAMPLES / "eventhubs"), str(SAMPLE
 
 class TestReplicateContract(AdapterContract):
     vendor = "replicate"
+    message_file = str(ORDERS_JSON)
     inputs = CONTRACT_INPUTS
     options = {"schema_registry": str(REGISTRY)}
 

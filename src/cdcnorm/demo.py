@@ -18,17 +18,13 @@ from rich.table import Table
 console = Console()
 
 
-DEMO_OPTIONS = {"replicate": {"schema_registry": "replicate/registry"}}
-"""Per-vendor options for the samples (paths relative to `samples/`)."""
-
 OLD, NEW = "replicate", "datastream"
-FORMATS = {"replicate": "replicate-json", "datastream": "datastream-json"}
-"""The migration step: from OLD to NEW, each in this simulated vendor format."""
+"""The migration step: from OLD to NEW, each in its first simulated vendor format."""
 
 
 def normalize_samples(spark, samples: Path, lake: str) -> list[dict]:
     """Normalize `samples/<vendor>/` for every registered vendor that has samples; return the run reports."""
-    from cdcnorm.adapters import available
+    from cdcnorm.adapters import available, spec
     from cdcnorm.pipeline import normalize
 
     reports = []
@@ -37,7 +33,7 @@ def normalize_samples(spark, samples: Path, lake: str) -> list[dict]:
         if not folder.is_dir():
             continue
         with console.status(f"normalizing samples/{vendor}"):
-            options = {k: str(samples / v) for k, v in DEMO_OPTIONS.get(vendor, {}).items()}
+            options = {k: str(samples / v) for k, v in spec(vendor).sample_options.items()}
             result = normalize([str(folder)], vendor, spark=spark, lake=lake, options=options)
         reports.append(result.report)
     return reports
@@ -61,7 +57,7 @@ def print_runs(reports: list[dict]) -> None:
 
 
 def simulated_flow(spark, root: Path) -> bool:
-    """Simulate one history for all three vendors, normalize into one lake, apply, and check the ground truth."""
+    """Simulate one history for every vendor format, normalize into one lake, apply, and check the ground truth."""
     from cdcnorm.simulate.verify import build_lake, check_format
 
     console.rule("one simulated history through every vendor format: simulate, normalize, apply, verify")
@@ -93,17 +89,18 @@ def migration_demo(spark, root: Path, console: Console = console) -> int:
     from cdcnorm.migrate import compare, write_reports
     from cdcnorm.migrate.cutover import cutover
     from cdcnorm.pipeline import normalize
-    from cdcnorm.simulate import simulate
+    from cdcnorm.simulate import VENDOR_FORMATS, simulate
 
     work = root / "demo-migration"
     shutil.rmtree(work, ignore_errors=True)
+    first_format = {vendor: next(vf for vf, (v, _) in VENDOR_FORMATS.items() if v == vendor) for vendor in (OLD, NEW)}
     with console.status("simulating one source history through two vendors"):
-        simulate(work / "sim", vendors=[FORMATS[OLD], FORMATS[NEW]], tables=2, rows=20, changes=80, quirks=[])
+        manifest = simulate(work / "sim", vendors=list(first_format.values()), tables=2, rows=20, changes=80,
+                            quirks=[])
     lake = str(work / "lake")
-    for vendor in (OLD, NEW):
-        fmt = FORMATS[vendor].split("-", 1)[1]
+    for vendor, vf in first_format.items():
         with console.status(f"normalizing the simulated {vendor} output"):
-            normalize([str(work / "sim" / vendor / fmt)], vendor, spark=spark, lake=lake)
+            normalize([str(manifest.input_dir(vf))], vendor, spark=spark, lake=lake)
     with console.status(f"comparing {OLD} with {NEW}") as status:
         report = compare(spark, lake, lake, left_vendor=OLD, right_vendor=NEW, progress=status.update)
     print_summary(report, console)

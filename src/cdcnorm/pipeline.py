@@ -17,8 +17,15 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from cdcnorm._version import __version__
-from cdcnorm.adapters import REGISTRY, Adapter, adapter_class, get_adapter
-from cdcnorm.canonical.emit import KIND_CHANGE, KIND_FILTERED, KIND_METADATA, KIND_QUARANTINE, KIND_SCHEMA
+from cdcnorm.adapters import Adapter, adapter_class, get_adapter, names
+from cdcnorm.canonical.emit import (
+    KIND_CHANGE,
+    KIND_FILTERED,
+    KIND_METADATA,
+    KIND_QUARANTINE,
+    KIND_SCHEMA,
+)
+from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.schema import (
     COLUMN_NAMES,
     QUARANTINE_COLUMNS,
@@ -26,6 +33,7 @@ from cdcnorm.canonical.schema import (
     schema_versions_schema,
 )
 from cdcnorm.errors import CdcError, UsageError
+from cdcnorm.first_pass import first_pass
 from cdcnorm.fs import FileEntry, list_files, open_input
 from cdcnorm.lake import Lake, new_run_id
 from cdcnorm.session import get_spark, keep_exact_variants
@@ -77,7 +85,7 @@ def normalize(
         kind, inputs, skipped, n_files = "messages", ["<DataFrame>"], {}, 0
         raw = prepare_messages(source, column_map)
         adapter = _adapter(vendor or _detect_messages(raw), options)
-        adapter = adapter.prepare(spark, raw, kind, lake_obj)
+        adapter = adapter.prepare(first_pass(adapter, raw, kind, lake_obj))
         decoded = decode_messages(raw, adapter)
     else:
         kind = "files"
@@ -95,13 +103,13 @@ def normalize(
         if not files:
             raise UsageError(f"No data files among the inputs (skipped: {skipped}).")
         frame = files_frame(spark, files)
-        adapter = adapter.prepare(spark, frame, kind, lake_obj)
+        adapter = adapter.prepare(first_pass(adapter, frame, kind, lake_obj))
         decoded = decode_files(frame, adapter)
 
     say(f"decoding {n_files or 'DataFrame'} {'files' if n_files else ''} with the {adapter.name} adapter".replace("  ", " "))
     decoded = _stage(decoded, lake_obj, run_id)
 
-    changes = adapter.post_process(decoded.where(F.col("_kind") == KIND_CHANGE))
+    changes = adapter.post_process(decoded.where(F.col(B.KIND) == KIND_CHANGE))
     existing = lake_obj.changes().select("event_id") if lake_obj else None
     marked = _mark_duplicates(changes, existing).persist(StorageLevel.MEMORY_AND_DISK)
     kept = marked.where(~F.col("_dup")).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
@@ -177,13 +185,13 @@ def _mark_duplicates(changes: DataFrame, existing: DataFrame | None) -> DataFram
 
 
 def _quarantine_rows(decoded: DataFrame, now: dt.datetime) -> DataFrame:
-    q = decoded.where(F.col("_kind") == KIND_QUARANTINE)
+    q = decoded.where(F.col(B.KIND) == KIND_QUARANTINE)
     qid = F.sha2(F.concat(F.coalesce(F.to_json("origin"), F.lit("")).cast("binary"),
-                          F.coalesce(F.col("_raw"), F.lit(b"").cast("binary")),
-                          F.coalesce(F.col("_rule"), F.lit("")).cast("binary")), 256)
+                          F.coalesce(F.col(B.RAW), F.lit(b"").cast("binary")),
+                          F.coalesce(F.col(B.RULE), F.lit("")).cast("binary")), 256)
     out = q.select(
-        "vendor", "format", "origin", F.col("_raw").alias("raw"), F.col("_rule").alias("error_class"),
-        F.col("_message").alias("message"), F.lit(now).cast("timestamp").alias("quarantined_at"),
+        "vendor", "format", "origin", F.col(B.RAW).alias("raw"), F.col(B.RULE).alias("error_class"),
+        F.col(B.MESSAGE).alias("message"), F.lit(now).cast("timestamp").alias("quarantined_at"),
         qid.alias("quarantine_id"),
     )
     return out.dropDuplicates(["quarantine_id"]).select(*[c.name for c in QUARANTINE_COLUMNS])
@@ -193,7 +201,7 @@ def _schema_rows(decoded: DataFrame) -> DataFrame:
     doc_schema = schema_versions_schema()
     fields = [f for f in doc_schema.fields if f.name not in ("version_id", "first_seen")]
     parse_schema = "struct<" + ",".join(f"`{f.name}`:{f.dataType.simpleString()}" for f in fields) + ",first_seen:string>"
-    s = decoded.where(F.col("_kind") == KIND_SCHEMA).select(F.from_json("_schema", parse_schema).alias("s")).select("s.*")
+    s = decoded.where(F.col(B.KIND) == KIND_SCHEMA).select(F.from_json(B.SCHEMA, parse_schema).alias("s")).select("s.*")
     ident = F.concat_ws("\u0001", *[F.coalesce(F.col(c), F.lit("")) for c in
                                      ("vendor", "stream", "database", "schema", "table", "schema_version")])
     s = s.withColumn("first_seen", F.to_timestamp("first_seen")).withColumn("version_id", F.sha2(ident, 256))
@@ -207,15 +215,15 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
                  n_files: int, skipped: dict[str, int], run_id: str, started: dt.datetime) -> dict[str, Any]:
     """Aggregate the run's outcomes; every number comes from an aggregation, never from collected rows."""
     by_kind = {
-        (r["_kind"], r["_rule"]): (int(r["records"] or 0), int(r["rows"]))
-        for r in decoded.groupBy("_kind", "_rule").agg(
-            F.sum("_records").alias("records"), F.count(F.lit(1)).alias("rows")).collect()
+        (r[B.KIND], r[B.RULE]): (int(r["records"] or 0), int(r["rows"]))
+        for r in decoded.groupBy(B.KIND, B.RULE).agg(
+            F.sum(B.RECORDS).alias("records"), F.count(F.lit(1)).alias("rows")).collect()
     }
     records_read = sum(rec for rec, _ in by_kind.values())
     change_records = sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_CHANGE)
     ident = ["vendor", "stream", "source_db", "database", "schema", "table"]
     groups = [r.asDict() for r in marked.groupBy(*ident, "op", "_dup").agg(
-        F.sum("_records").alias("records"), F.sum("_merged").alias("merged"), F.count(F.lit(1)).alias("rows"),
+        F.sum(B.RECORDS).alias("records"), F.sum(B.MERGED).alias("merged"), F.count(F.lit(1)).alias("rows"),
         F.max("source_ts").alias("newest"),
     ).collect()]  # one row per (table, op): aggregates only
     kept_groups = [g for g in groups if not g["_dup"]]
@@ -298,7 +306,7 @@ def _detect_messages(raw: DataFrame) -> str:
 
 def _matching(path: str | None, head: bytes) -> list[str]:
     found = []
-    for name in REGISTRY:
+    for name in names():
         try:
             if adapter_class(name).sniff(path, head):
                 found.append(name)
@@ -309,7 +317,7 @@ def _matching(path: str | None, head: bytes) -> list[str]:
 
 def _decide(votes: dict[str, int], what: str) -> str:
     if not votes:
-        raise UsageError(f"Could not recognise the vendor of these {what}; pass --vendor ({', '.join(REGISTRY)}).")
+        raise UsageError(f"Could not recognise the vendor of these {what}; pass --vendor ({', '.join(names())}).")
     if len(votes) > 1:
         seen = ", ".join(f"{k} ({v})" for k, v in sorted(votes.items()))
         raise UsageError(f"These {what} look like more than one vendor's output: {seen}. Pass --vendor.")

@@ -1,33 +1,87 @@
 """What an adapter is: a mostly declarative decoder from one vendor's records to canonical rows.
 
-An adapter decodes one input record at a time in pure Python (orjson / fastavro) inside `mapInArrow` on the
-executors, writing outcomes into a :class:`~cdcnorm.canonical.emit.BatchBuilder`. Steps that need several
-records (pairing update halves, linking a key-change pair) are Spark operations in :meth:`Adapter.post_process`.
+A complete adapter, runnable as it stands (the test suite executes exactly this block). "Acme" writes one JSON
+object per line, `{"op": "i"|"u"|"d", "table": ..., "seq": n, "key": [...], "row": {...}}`:
 
-How to write one:
+```python
+from cdcnorm.adapters import register
+from cdcnorm.adapters.base import Adapter
+from cdcnorm.canonical.record import Change
+import orjson
 
-1. Subclass :class:`Adapter`, set `name`, `formats` and an `Options` pydantic model (extra="forbid").
-2. Implement :meth:`Adapter.read_file` for file containers and :meth:`Adapter.decode_message` for a
-   raw-message DataFrame (Spark's Kafka source shape); both call `out.begin_record(...)` then emit.
-3. Implement :meth:`Adapter.sniff` so `--vendor` can be omitted.
-4. Register it with one line in `cdcnorm/adapters/__init__.py`, add `samples/<vendor>/` and a test module that
-   inherits the contract suite in `tests/contract.py`.
+OPS = {"i": "INSERT", "u": "UPDATE", "d": "DELETE"}
+
+
+class AcmeAdapter(Adapter):
+    # Acme CDC: JSON lines of {op, table, seq, key, row}
+    name = "acme"
+    formats = ("acme.jsonl",)
+    flags = ()  # the canonical.schema.FLAGS this adapter emits itself
+
+    @classmethod
+    def sniff(cls, path, head):
+        return head.startswith(b'{"op"') and b'"seq"' in head[:256]
+
+    def read_file(self, path, fh, out):
+        out.set_context(self.name, self.formats[0])
+        for index, line in enumerate(fh):
+            if line.strip():
+                out.begin_record(path, index, raw=line)
+                self.decode_message(line, None, out)
+                yield
+
+    def decode_message(self, value, meta, out):
+        try:
+            rec = orjson.loads(value)
+            op, seq = OPS[rec["op"]], int(rec["seq"])
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            out.quarantine("bad_event", "not an Acme change: expected {op: i|u|d, table, seq, key, row}")
+            return
+        row = rec.get("row")
+        out.change(Change(
+            vendor=self.name, format=self.formats[0], stream=self.stream_name(None, "acme"),
+            op=op, table=rec.get("table"), primary_keys=rec.get("key"),
+            before=row if op == "DELETE" else None, after=None if op == "DELETE" else row,
+            sort_parts=(1, seq), id_parts=(seq,), position=str(seq),
+        ))
+
+
+register("acme", AcmeAdapter)
+```
+
+After this, `cdcnorm.normalize(["acme/"], "acme", spark=spark)` decodes Acme files and a raw-message
+DataFrame (`value` = one line) alike, and `normalize` without a vendor recognises the files by `sniff`.
+
+How the pieces fit: an adapter decodes one input record at a time in pure Python (orjson / fastavro) inside
+`mapInArrow` on the executors, writing outcomes into a :class:`~cdcnorm.canonical.emit.BatchBuilder`: one
+`begin_record` per input record, then `change(...)`, `quarantine(error_class, message)` (an error class from
+`canonical.schema.ERROR_CLASSES`), `metadata()` or `filtered(rule)`; a record without an outcome is
+quarantined, never lost. `sort_parts` order rows within a table; `id_parts` are the stable fields the event id
+is hashed from (never a file name or offset), so a redelivered change keeps its id. Steps that need several
+records (pairing update halves, linking a key-change pair) are Spark operations in :meth:`Adapter.post_process`,
+which must keep the `_records` + `_merged` totals (:class:`~cdcnorm.canonical.emit.Bookkeeping`). What an adapter
+needs from the whole input before decoding (Replicate's metadata messages) it asks for with
+:meth:`Adapter.first_pass_file` / :meth:`Adapter.first_pass_message`; the pipeline runs that pass and hands
+the results, plus the lake's stored schemas, to :meth:`Adapter.prepare`.
+
+A vendor shipped in cdcnorm or in its own package: one package with a `VendorSpec` (formats, flags, compare
+rules; see :mod:`cdcnorm.adapters.spec`), one registry line in `cdcnorm/adapters/__init__.py` or an entry point
+in the group `cdcnorm.adapters`, an `Options` pydantic model when it takes options, `samples/<vendor>/`, a test
+module inheriting :class:`cdcnorm.testing.AdapterContract`, a docs page and a simulator encoder
+(docs/architecture.md has the checklist).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, ClassVar
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 from cdcnorm.canonical.emit import BatchBuilder
-
-if TYPE_CHECKING:
-    from cdcnorm.lake import Lake
 
 
 class AdapterOptions(BaseModel):
@@ -37,6 +91,19 @@ class AdapterOptions(BaseModel):
 
     stream: str | None = None
     """Override the `stream` column (the vendor-side pipeline name)."""
+
+
+@dataclass(frozen=True)
+class FirstPass:
+    """What the pipeline's first pass hands to :meth:`Adapter.prepare`."""
+
+    kind: str
+    """`files` or `messages`: the kind of input being normalized."""
+    items: list[Any] = field(default_factory=list)
+    """The distinct items `first_pass_file` / `first_pass_message` returned, over the whole input."""
+    stored_schemas: list[dict[str, Any]] = field(default_factory=list)
+    """The lake's stored schema versions of this vendor (`LAKE/schemas` rows as dicts), when
+    `uses_stored_schemas` is set and the run writes a lake."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +124,8 @@ class Adapter:
 
     name: ClassVar[str] = ""
     formats: ClassVar[tuple[str, ...]] = ()
+    flags: ClassVar[tuple[str, ...]] = ()
+    """The `canonical.schema.FLAGS` this adapter emits itself (a packaged vendor takes them from its spec)."""
     Options: ClassVar[type[AdapterOptions]] = AdapterOptions
     ignored_suffixes: ClassVar[tuple[str, ...]] = (".md", ".rst", ".py", ".avsc", ".crc")
     """Documentation, code and schema files kept next to the data: not read, counted as skipped objects.
@@ -87,13 +156,26 @@ class Adapter:
         """Decode one raw message (the `value` of a Kafka-shaped row); `begin_record` was already called."""
         raise NotImplementedError(f"the {self.name} adapter does not decode raw messages")
 
-    # -- a first pass (Spark, before decoding) -----------------------------------------------------------
-    def prepare(self, spark: SparkSession, source: DataFrame, kind: str, lake: Lake | None) -> Adapter:
-        """Hook for a cheap first pass over the input before decoding (e.g. collecting Replicate metadata).
+    # -- a first pass (before decoding): what the adapter wants from the whole input ------------------------
+    uses_stored_schemas: ClassVar[bool] = False
+    """Hand `prepare` the schema versions earlier runs stored in the lake for this vendor."""
 
-        `source` is a DataFrame of input files (`path`, `size`) when `kind == "files"`, or the raw-message
-        DataFrame when `kind == "messages"`; `lake` is the target lake, if any. Returns the adapter to decode
-        with (the default: this one, unchanged).
+    def needs_first_pass(self) -> bool:
+        """Whether the pipeline should run :meth:`first_pass_file` / :meth:`first_pass_message` over the input."""
+        return False
+
+    def first_pass_file(self, path: str, fh: IO[bytes]) -> Iterable[Any]:
+        """Small JSON-serialisable items this adapter wants from one input file (runs on executors)."""
+        return ()
+
+    def first_pass_message(self, value: bytes | None) -> Iterable[Any]:
+        """Small JSON-serialisable items this adapter wants from one raw message (runs on executors)."""
+        return ()
+
+    def prepare(self, first: FirstPass) -> Adapter:
+        """Take what the first pass found before decoding; return the adapter to decode with (default: this one).
+
+        The pipeline runs the Spark job and reads the lake; an adapter never does (it gets the results here).
         """
         return self
 

@@ -18,9 +18,23 @@ def _table(columns: tuple[Column, ...]) -> str:
     return "\n".join(lines)
 
 
+def _vendors() -> str:
+    """The built-in vendors from the adapter registry (plug-ins installed here are not cdcnorm's to document)."""
+    from cdcnorm.adapters import REGISTRY, spec
+
+    lines = ["| vendor | formats | flags it emits | what |", "|---|---|---|---|"]
+    for name in REGISTRY:
+        s = spec(name)
+        formats = ", ".join(f"`{f}`" for f in s.formats)
+        flags = ", ".join(f"`{f}`" for f in sorted(s.flags))
+        lines.append(f"| `{name}` | {formats} | {flags} | {s.summary} |")
+    return "\n".join(lines)
+
+
 def sections() -> dict[str, str]:
     """Generated markdown, by section name."""
     return {
+        "vendors": _vendors(),
         "columns": _table(COLUMNS),
         "flags": "\n".join(["| flag | meaning |", "|---|---|", *[f"| `{k}` | {v} |" for k, v in FLAGS.items()]]),
         "ops": ", ".join(f"`{o}`" for o in OPS),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 
 import orjson
@@ -19,25 +20,67 @@ from pyspark.sql import types as T
 
 from cdcnorm.canonical import tuple_codec, variant
 from cdcnorm.canonical.record import Change, SchemaVersion, key_of
-from cdcnorm.canonical.schema import COLUMNS
+from cdcnorm.canonical.schema import COLUMNS, FLAGS
 
-KIND_CHANGE = "change"
-KIND_QUARANTINE = "quarantine"
-KIND_METADATA = "metadata"
-KIND_FILTERED = "filtered"
-KIND_SCHEMA = "schema"
 
-_EXTRA = (
-    T.StructField("_kind", T.StringType()),
-    T.StructField("_records", T.IntegerType()),
-    T.StructField("_merged", T.IntegerType()),
-    T.StructField("_rule", T.StringType()),
-    T.StructField("_message", T.StringType()),
-    T.StructField("_raw", T.BinaryType()),
-    T.StructField("_pair", T.StringType()),
-    T.StructField("_pair_role", T.StringType()),
-    T.StructField("_schema", T.StringType()),
-)
+class Kind(StrEnum):
+    """The outcome a decoded row stands for (`Bookkeeping.KIND`)."""
+
+    CHANGE = "change"
+    """a canonical change row"""
+    QUARANTINE = "quarantine"
+    """a record that could not be decoded (`RULE` is its error class, `MESSAGE` says why, `RAW` its bytes)"""
+    METADATA = "metadata"
+    """a record that carried only metadata (`RULE` names its kind)"""
+    FILTERED = "filtered"
+    """a record dropped by the named rule (`RULE`)"""
+    SCHEMA = "schema"
+    """a table schema version (`SCHEMA`); not an outcome of a record"""
+
+
+KIND_CHANGE, KIND_QUARANTINE, KIND_METADATA, KIND_FILTERED, KIND_SCHEMA = (
+    k.value for k in (Kind.CHANGE, Kind.QUARANTINE, Kind.METADATA, Kind.FILTERED, Kind.SCHEMA))
+"""The kinds as plain strings, for the hot path (a row tuple holds these)."""
+
+
+class Bookkeeping(StrEnum):
+    """Names of the decoded rows' bookkeeping columns (after the canonical columns, in this order).
+
+    Use these instead of bare strings: `F.col(Bookkeeping.PAIR)`, `row[Bookkeeping.KIND]`.
+    """
+
+    KIND = "_kind"
+    """the row's outcome, a :class:`Kind`"""
+    RECORDS = "_records"
+    """1 on exactly one row per input record (so outcome counts add up to the records read), else 0"""
+    MERGED = "_merged"
+    """records folded into this row by a multi-record step (`Adapter.post_process` keeps RECORDS + MERGED)"""
+    RULE = "_rule"
+    """quarantine error class, metadata kind or filter rule"""
+    MESSAGE = "_message"
+    """the quarantine message"""
+    RAW = "_raw"
+    """the quarantined record's bytes"""
+    PAIR = "_pair"
+    """the pair id two halves of one change share until `post_process` joins them"""
+    PAIR_ROLE = "_pair_role"
+    """which half: `before` / `after` (DataHub), `delete` / `insert` (Datastream key changes)"""
+    SCHEMA = "_schema"
+    """a schema version document (JSON), on `Kind.SCHEMA` rows"""
+
+
+_BOOKKEEPING_TYPES: dict[Bookkeeping, T.DataType] = {
+    Bookkeeping.KIND: T.StringType(),
+    Bookkeeping.RECORDS: T.IntegerType(),
+    Bookkeeping.MERGED: T.IntegerType(),
+    Bookkeeping.RULE: T.StringType(),
+    Bookkeeping.MESSAGE: T.StringType(),
+    Bookkeeping.RAW: T.BinaryType(),
+    Bookkeeping.PAIR: T.StringType(),
+    Bookkeeping.PAIR_ROLE: T.StringType(),
+    Bookkeeping.SCHEMA: T.StringType(),
+}
+_EXTRA = tuple(T.StructField(str(name), dtype) for name, dtype in _BOOKKEEPING_TYPES.items())
 
 
 def decoded_schema() -> T.StructType:
@@ -111,14 +154,15 @@ _CHANGE_SLOTS = [
     "primary_keys", "key", "key#metadata", "key_bytes", "before", "before#metadata", "after", "after#metadata",
     "changed_columns", "missing_columns", "ddl", "ddl_changes", "schema_version", "source_ts", "capture_ts",
     "tx_id", "tx_seq", "tx_last", "position", "sort_key", "event_id", "origin#uri", "origin#partition",
-    "origin#offset", "origin#index", "origin#null", "_kind", "_records", "_merged", "_rule", "_message", "_raw",
-    "_pair", "_pair_role", "_schema",
+    "origin#offset", "origin#index", "origin#null", *(b.value for b in Bookkeeping),
 ]
 if _CHANGE_SLOTS != _SLOTS:  # pragma: no cover - a column was added to schema.COLUMNS: update change()
     raise RuntimeError("emit.BatchBuilder.change is out of step with the decoded schema")
 _NO_ORIGIN = (None, None, None, None, True)
 _VARIANT_FIELDS = list(variant.VARIANT_ARROW_TYPE)
 _ORIGIN_ARROW = ARROW_SCHEMA.field("origin").type
+
+_FLAG_NAMES = frozenset(FLAGS)
 
 _ID_PREFIX: dict[tuple, bytes] = {}
 _ID_PREFIX_MAX = 4096
@@ -240,9 +284,9 @@ class BatchBuilder:
         """A row of any kind from named values (the rare kinds; `change` builds its tuple directly)."""
         values.setdefault("vendor", self._vendor)
         values.setdefault("format", self._format)
-        values["_kind"] = kind
-        values["_records"] = 0 if self._counted else 1
-        values["_merged"] = 0
+        values[Bookkeeping.KIND] = kind
+        values[Bookkeeping.RECORDS] = 0 if self._counted else 1
+        values[Bookkeeping.MERGED] = 0
         self._counted = True
         for name in _VARIANT_COLS:
             pair = values.pop(name, None)
@@ -253,8 +297,15 @@ class BatchBuilder:
         self._rows.append(tuple(map(values.get, _SLOTS)))
 
     def change(self, c: Change) -> None:
-        """Emit one canonical change row."""
+        """Emit one canonical change row.
+
+        Raises:
+            ValueError: a flag that is not in `canonical.schema.FLAGS` (an adapter bug; the record is quarantined).
+        """
         flags = list(c.flags)
+        if flags and not _FLAG_NAMES.issuperset(flags):
+            unknown = sorted(set(flags) - _FLAG_NAMES)
+            raise ValueError(f"flags {unknown} are not in canonical.schema.FLAGS; declare them there first")
         pks = c.primary_keys
         key = c.key
         if key is None and pks:

@@ -42,6 +42,51 @@ FLAGS: dict[str, str] = {
 }
 """Named conditions a row can carry in `flags`."""
 
+ERROR_CLASSES: dict[str, str] = {
+    # container damage (the shared container tier will own these; see docs/canonical.md)
+    "bad_avro": "an Avro container file cannot be read (header or block damaged)",
+    "corrupt_avro": "an Avro block's data is damaged (the blocks before it were decoded)",
+    "truncated_avro": "an Avro container file ends inside a block",
+    "bad_parquet": "a Parquet file cannot be read",
+    "corrupt_parquet": "a Parquet file's data is damaged",
+    "truncated_gzip": "a gzip stream ends early (the records before the damage were decoded)",
+    "bad_csv": "a CSV record cannot be parsed",
+    "bad_encoding": "text that is not valid UTF-8",
+    "bad_json": "a JSON document or line that does not parse",
+    # not this vendor's output
+    "unknown_format": "a file or message that is not any format of the adapter's vendor",
+    "unsupported_format": "the vendor's container, but a variant of it the adapter does not read",
+    "not_datastream_avro": "an Avro file whose schema is not Datastream's",
+    "gcs_notification": "a Cloud Storage notification, not a change record",
+    "empty_message": "a message without a value",
+    # vendor envelope and metadata
+    "bad_event": "an event that lacks or mistypes a required envelope field",
+    "bad_envelope": "a message envelope that cannot be decoded",
+    "bad_magic": "an envelope whose magic is not the vendor's",
+    "bad_message": "a message whose body does not match its declared shape",
+    "bad_metadata": "a metadata message that cannot describe its table",
+    "bad_schema": "a schema (metadata, registry or topic schema) that cannot be parsed",
+    "missing_field": "a required field is absent",
+    "missing_schema": "no schema is known for the record's topic or table",
+    "missing_table": "nothing names the record's table",
+    "schema_not_found": "the schema the record references is unknown (re-process once it is known)",
+    "unknown_type": "an envelope type that is neither metadata nor data",
+    # values and operations
+    "unknown_op": "an operation code outside the vendor's documented set",
+    "bad_value": "a column value that does not match its declared type",
+    "bad_base64": "a BYTES value that is not Base64",
+    "bad_hex": "a hex-encoded value that is not hex",
+    "bad_image_flags": "TUPLE before/after image flags other than Y/N",
+    "bad_change_sequence": "a change sequence that is not the vendor's number format",
+    "missing_change_sequence": "a CDC change without the change sequence its order needs",
+    "decode_failed": "the record could not be decoded for a reason the message states",
+    # cdcnorm itself
+    "adapter_error": "an unexpected error in the adapter (a cdcnorm bug: report it with the message)",
+    "no_outcome": "the adapter produced no row for a record (a cdcnorm bug: report it)",
+}
+"""Quarantine error classes (`error_class`). Provisional: the container tier's vocabulary will replace the
+container-damage part; the contract suite checks every quarantined record against this table."""
+
 DDL_CHANGE = T.StructType(
     [
         T.StructField("action", T.StringType()),
@@ -75,7 +120,7 @@ _S = T.StringType()
 _ARR = T.ArrayType(T.StringType())
 
 COLUMNS: tuple[Column, ...] = (
-    Column("vendor", _S, False, "`datastream`, `replicate`, `datahub`"),
+    Column("vendor", _S, False, "the adapter's name in the registry (see the vendors table)"),
     Column("format", _S, False, "vendor format, e.g. `datastream.json`, `replicate.avro`, `datahub.blob`"),
     Column("stream", _S, False, "the vendor-side pipeline that delivered the change (overridable)"),
     Column("source_db", _S, True, "source database engine, lower case: `mysql`, `oracle`, `postgresql`, ..."),

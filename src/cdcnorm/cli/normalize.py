@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from cdcnorm.adapters import names as vendor_names
 from cdcnorm.cli.guard import EXIT_OK, EXIT_PROBLEM, run_guarded
 from cdcnorm.cli.options import LakeOpt, MasterOpt, OptionOpt, parse_pairs
 from cdcnorm.cli.output import console, err
@@ -16,7 +17,7 @@ from cdcnorm.cli.output import console, err
 def normalize(
     inputs: Annotated[list[str], typer.Argument(help="Input files or folders (local paths or URIs).")],
     lake: LakeOpt,
-    vendor: Annotated[str | None, typer.Option("--vendor", help="datastream | replicate | datahub (auto-detected).")] = None,
+    vendor: Annotated[str | None, typer.Option("--vendor", help=f"{' | '.join(vendor_names())} (auto-detected).")] = None,
     stream: Annotated[str | None, typer.Option("--stream", help="Override the stream name.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any record was quarantined.")] = False,
     option: OptionOpt = None,

@@ -14,86 +14,27 @@ from dataclasses import dataclass
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-INTEGRAL = ("int", "bigint", "smallint", "tinyint")
-EXACT_NUMERIC = (*INTEGRAL, "decimal")
-FLOATING = ("double", "float")
-
-_MIDNIGHT_DATE = ("CASE WHEN {x} IS NULL THEN NULL WHEN date_trunc('DAY', {x}) = {x} "
-                  "THEN CAST(CAST({x} AS DATE) AS STRING) ELSE CAST({x} AS STRING) END")
-_DOUBLE_CLOSE = ("(({a}) <=> ({b}) OR abs(({a}) - ({b})) <= 1e-15 * greatest(abs({a}), abs({b})))")
-_NUMBER_TEXT = ("CASE WHEN {x} RLIKE '^[+-]?[0-9]*\\\\.[0-9]+$' "
-                "THEN regexp_replace(regexp_replace({x}, '0+$', ''), '\\\\.$', '') ELSE {x} END")
-TEXT_TYPES = ("string", "variant")
-
-
-@dataclass(frozen=True)
-class LossyRule:
-    """A documented lossy projection: where it applies and how both sides are normalised before `<=>`."""
-
-    name: str
-    vendor: str | None
-    lossy_types: tuple[str, ...]
-    other_types: tuple[str, ...]
-    lossy_sql: str
-    other_sql: str
-    explanation: str
-    source_db: str | None = None
-    equal_sql: str = "({a}) <=> ({b})"
-    as_text: bool = False
-    """Read the lossy side as text first (a VARIANT scalar as its text, a string as is)."""
-    other_as_text: bool = False
-    """Read the other side as text first."""
-    same_type: bool = False
-    """Also applies when both sides have the same type (the values, not the types, are projected)."""
-
-    def applies(self, vendor: str, ltype: str, other_type: str, source_db: str | None) -> bool:
-        return ((self.vendor is None or self.vendor == vendor)
-                and (self.source_db is None or (source_db or "").lower() == self.source_db)
-                and _base(ltype) in self.lossy_types and _base(other_type) in self.other_types)
+from cdcnorm.adapters.spec import (
+    DOUBLE_CLOSE,
+    EXACT_NUMERIC,
+    FLOATING,
+    INTEGRAL,
+    MIDNIGHT_DATE,
+    NUMBER_TEXT,
+    TEXT_TYPES,
+    LossyRule,
+)
+from cdcnorm.adapters.spec import base_type as _base
 
 
-RULES: tuple[LossyRule, ...] = (
-    LossyRule(
-        "datahub_date_millis", "datahub", ("timestamp",), ("timestamp", "timestamp_ntz"),
-        "date_trunc('MILLISECOND', {x})", "date_trunc('MILLISECOND', CAST({x} AS TIMESTAMP))",
-        "DataHub DATE fields carry epoch milliseconds: compared with the other side truncated to milliseconds",
-        same_type=True,
-    ),
-    LossyRule(
-        "datahub_date_as_timestamp", "datahub", ("timestamp",), ("date",),
-        _MIDNIGHT_DATE, "CAST({x} AS STRING)",
-        "DataHub has no date type: a date arrives as midnight UTC in epoch milliseconds",
-    ),
-    LossyRule(
-        "datahub_date_millis_text", "datahub", ("timestamp",), TEXT_TYPES,
-        "date_trunc('MILLISECOND', {x})", "date_trunc('MILLISECOND', try_cast({x} AS TIMESTAMP))",
-        "DataHub DATE fields carry epoch milliseconds; the other side's ISO text is compared truncated to ms",
-        other_as_text=True,
-    ),
-    LossyRule(
-        "datahub_decimal_text", "datahub", ("string",), ("string",),
-        _NUMBER_TEXT, _NUMBER_TEXT,
-        "DataHub carries a wide decimal as text with its own scale: decimal text compared without trailing zeros",
-        same_type=True,
-    ),
-    LossyRule(
-        "datahub_no_decimal", "datahub", ("double", "float", "string"), EXACT_NUMERIC,
-        "CAST({x} AS DOUBLE)", "CAST({x} AS DOUBLE)",
-        "DataHub has no exact decimal type (DOUBLE or STRING): compared as doubles, within a double's precision",
-        equal_sql=_DOUBLE_CLOSE,
-    ),
-    LossyRule(
-        "datastream_mysql_date_midnight", "datastream", ("timestamp", "timestamp_ntz"), ("date",),
-        _MIDNIGHT_DATE, "CAST({x} AS STRING)",
-        "Datastream's MySQL JSON output carries a DATE as a midnight timestamp",
-        source_db="mysql",
-    ),
-    LossyRule(
-        "datastream_mysql_binary_hex", "datastream", ("string",), ("binary",),
-        "lower({x})", "lower(hex({x}))",
-        "Datastream's MySQL JSON output carries binary columns as hex strings",
-        source_db="mysql",
-    ),
+def _vendor_rules() -> tuple[LossyRule, ...]:
+    """The lossy projections every registered vendor declares in its package (`VendorSpec.compare_rules`)."""
+    from cdcnorm.adapters import specs
+
+    return tuple(rule for s in specs() for rule in s.compare_rules)
+
+
+GENERIC_RULES: tuple[LossyRule, ...] = (
     LossyRule(
         "json_text_timestamp", None, TEXT_TYPES, ("timestamp", "timestamp_ntz"),
         "try_cast({x} AS TIMESTAMP)", "CAST({x} AS TIMESTAMP)",
@@ -102,12 +43,12 @@ RULES: tuple[LossyRule, ...] = (
     ),
     LossyRule(
         "json_text_date", None, TEXT_TYPES, ("date",),
-        _MIDNIGHT_DATE.replace("{x}", "try_cast({x} AS TIMESTAMP)"), "CAST({x} AS STRING)",
+        MIDNIGHT_DATE.replace("{x}", "try_cast({x} AS TIMESTAMP)"), "CAST({x} AS STRING)",
         "untyped JSON output carries a date as ISO text (often a midnight timestamp)", as_text=True,
     ),
     LossyRule(
         "json_text_decimal", None, TEXT_TYPES, (*EXACT_NUMERIC, "string"),
-        _NUMBER_TEXT, _NUMBER_TEXT.replace("{x}", "CAST({x} AS STRING)"),
+        NUMBER_TEXT, NUMBER_TEXT.replace("{x}", "CAST({x} AS STRING)"),
         "untyped JSON output carries an exact number as JSON number or text: compared as the same decimal "
         "text (trailing zeros of the scale ignored)", as_text=True,
     ),
@@ -115,7 +56,7 @@ RULES: tuple[LossyRule, ...] = (
         "json_text_double", None, TEXT_TYPES, FLOATING,
         "try_cast({x} AS DOUBLE)", "CAST({x} AS DOUBLE)",
         "untyped JSON output carries a floating-point number as a JSON number: compared as doubles",
-        equal_sql=_DOUBLE_CLOSE, as_text=True,
+        equal_sql=DOUBLE_CLOSE, as_text=True,
     ),
     LossyRule(
         "json_text_binary", None, TEXT_TYPES, ("binary",),
@@ -135,12 +76,17 @@ RULES: tuple[LossyRule, ...] = (
         "one vendor reports a naive DATETIME, the other an instant: compared reading the naive time as UTC",
     ),
 )
-"""The lossy projections compare recognises (docs/compare.md lists them)."""
+"""Lossy projections of untyped output, whatever the vendor."""
 
 
-def _base(type_name: str) -> str:
-    t = type_name.lower()
-    return "decimal" if t.startswith("decimal") else t
+def rules() -> tuple[LossyRule, ...]:
+    """The lossy projections compare recognises: each registered vendor's own (declared in its package), then
+    the generic ones (docs/compare.md lists them)."""
+    return (*_vendor_rules(), *GENERIC_RULES)
+
+
+RULES: tuple[LossyRule, ...] = rules()
+"""The rules of the vendors registered at import time (plug-ins registered later are seen by `find_rule`)."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +114,7 @@ def sql_ref(struct: str, column: str) -> str:
 def find_rule(left_vendor: str, ltype: str, right_vendor: str, rtype: str,
               source_db: str | None) -> tuple[LossyRule, bool] | None:
     """The rule for this column pair and whether the lossy side is the left one."""
-    for rule in RULES:
+    for rule in rules():
         if rule.applies(left_vendor, ltype, rtype, source_db):
             return rule, True
         if rule.applies(right_vendor, rtype, ltype, source_db):

@@ -93,17 +93,14 @@ def migration(spark: SparkSession, history: str, out: str, *, out_new: str | Non
     return Scenario(out, old_vendor, out_new, new_vendor, start, end, injected)
 
 
-PROJECTIONS: dict[str, dict[str, tuple[str, Callable[[Column], Column]]]] = {
-    "datahub": {
-        "date": ("timestamp", lambda x: x.cast("timestamp")),
-        "decimal": ("double", lambda x: x.cast("double")),
-        "timestamp": ("timestamp", lambda x: F.date_trunc("MILLISECOND", x)),
-    },
-    "datastream_mysql": {
-        "date": ("timestamp_ntz", lambda x: x.cast("timestamp_ntz")),
-        "binary": ("string", lambda x: F.lower(F.hex(x))),
-    },
-}
+def projections() -> dict[str, dict[str, tuple[str, Callable[[Column], Column]]]]:
+    """Every registered vendor's scenario projections (`VendorSpec.scenario_projections`), by name."""
+    from cdcnorm.adapters import specs
+
+    return {name: p for s in specs() for name, p in s.scenario_projections.items()}
+
+
+PROJECTIONS = projections()
 """Lossy value projections a scenario can give the new vendor: base type -> (new type, conversion)."""
 
 
@@ -127,7 +124,7 @@ def _rebuilt(image: Column, columns: list, rules: dict) -> Column:
 
 def _project(h: DataFrame, new: DataFrame, schemas: DataFrame, kind: str) -> tuple[DataFrame, DataFrame]:
     """Rebuild every image of the new vendor with its projection (and its schema versions' types)."""
-    rules = PROJECTIONS[kind]
+    rules = projections()[kind]
     tables = (h.where(F.col("table").isNotNull()).groupBy("database", "schema", "table")
               .agg(F.schema_of_variant_agg(F.coalesce("after", "before")).alias("ddl")).collect())
     after, before = F.col("after"), F.col("before")

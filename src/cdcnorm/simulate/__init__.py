@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cdcnorm.simulate.delivery import QUIRKS, parse_quirks
-from cdcnorm.simulate.encoders import datahub as datahub_enc
-from cdcnorm.simulate.encoders import datastream as datastream_enc
-from cdcnorm.simulate.encoders import replicate as replicate_enc
+from cdcnorm.simulate.formats import FORMATS
 from cdcnorm.simulate.history import START_US, Event, History, TableDef
 from cdcnorm.simulate.truth import (
     CARRIES_ADDED_COLUMN,
@@ -34,21 +32,10 @@ from cdcnorm.simulate.truth import (
     truth_kind,
 )
 
-VENDORS = ("datastream", "replicate", "datahub")
+VENDORS: tuple[str, ...] = tuple(dict.fromkeys(f.vendor for f in FORMATS.values()))
+"""The simulated vendors: every registered vendor that has an encoder module."""
 OVERLAP_MAX = 1000
 """backfill_overlap: the backfill reflects the state after at most this many (and 5% of all) changes."""
-
-_ENCODERS: dict[str, Any] = {
-    "datastream-json": (datastream_enc.DatastreamEncoder, "json"),
-    "datastream-avro": (datastream_enc.DatastreamEncoder, "avro"),
-    "replicate-json": (replicate_enc.ReplicateEncoder, "json"),
-    "replicate-avro": (replicate_enc.ReplicateEncoder, "avro"),
-    "replicate-capture": (replicate_enc.ReplicateEncoder, "capture"),
-    "datahub-blob": (datahub_enc.DataHubBlobEncoder, "blob"),
-    "datahub-concat": (datahub_enc.DataHubBlobEncoder, "concat"),
-    "datahub-tuple": (datahub_enc.DataHubTupleEncoder, "tuple"),
-}
-
 
 @dataclass
 class Manifest:
@@ -119,7 +106,7 @@ def simulate(out: str | Path, vendors: list[str] | tuple[str, ...] | str = ("all
     _clean(root, vfs)
     history = History(tables, rows, changes, seed)
     defs = history.defs
-    encoders = [_ENCODERS[vf][0](root, defs, seed, on, rotate, _ENCODERS[vf][1]) for vf in vfs]
+    encoders = [FORMATS[vf].encoder(root, defs, seed, on, rotate, FORMATS[vf].folder) for vf in vfs]
     truth = TruthBuilder(root, history, vfs, write_changes)
     kinds: Counter[str] = Counter()
     special: dict[str, dict[str, Any]] = {}
@@ -177,8 +164,7 @@ def _clean(root: Path, vfs: list[str]) -> None:
     root.mkdir(parents=True, exist_ok=True)
     targets = [root / "truth", root / "manifest.json"]
     targets += [root / VENDOR_FORMATS[vf][0] / VENDOR_FORMATS[vf][1] for vf in vfs]
-    if "datahub-tuple" in vfs:
-        targets.append(root / "schemas" / "datahub-tuple")
+    targets += [root / extra for vf in vfs for extra in FORMATS[vf].extra_outputs]
     for p in targets:
         if p.is_dir():
             shutil.rmtree(p)
@@ -221,15 +207,9 @@ def _source_table(t: TableDef, special: dict[str, dict[str, Any]]) -> dict[str, 
 def _vendor_format(enc: Any, defs: tuple[TableDef, ...]) -> dict[str, Any]:
     vf = enc.vf
     vendor, fmt = VENDOR_FORMATS[vf]
-    vtype = {"datastream": datastream_enc.vendor_type, "replicate": replicate_enc.vendor_type}.get(vendor)
     tables = {}
     for t in defs:
-        if vf == "datahub-tuple":
-            types = {c.name: datahub_enc.tuple_type(c) for c in t.columns}
-        elif vendor == "datahub":
-            types = {c.name: datahub_enc.blob_type(c) for c in t.columns}
-        else:
-            types = {c.name: vtype(t, c) for c in t.columns}
+        types = {c.name: FORMATS[vf].vendor_type(t, c) for c in t.columns}
         tables[t.name] = {
             **enc.identity(t), "primary_key": list(t.primary_key),
             "columns": [{"name": c.name, "source_type": c.type, "vendor_type": types[c.name],

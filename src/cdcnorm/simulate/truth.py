@@ -2,7 +2,8 @@
 
 The projection answers "what would `cdcnorm apply` hold after a faithful decoder of this vendor format read
 everything?". It is written as a table of value *kinds* per (vendor format, Datastream flavour, source type)
-so `docs/simulate.md` can state it rule by rule, plus two content rules: formats that cannot express a
+so `docs/simulate.md` can state it rule by rule (each vendor's rules sit beside its encoder, in
+`simulate/encoders/<vendor>.py`), plus two content rules: formats that cannot express a
 truncate keep the rows the truncate removed, and formats that cannot carry the added column drop it.
 """
 
@@ -16,62 +17,20 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from cdcnorm.simulate.formats import FORMATS
 from cdcnorm.simulate.history import ADDED_COLUMN, EPOCH, Col, Event, History, TableDef
 from cdcnorm.simulate.jsonx import UTC, dumps, dumps_tagged, iso_us, plain, tag, untag
 
-VENDOR_FORMATS: dict[str, tuple[str, str]] = {
-    "datastream-json": ("datastream", "json"),
-    "datastream-avro": ("datastream", "avro"),
-    "replicate-json": ("replicate", "json"),
-    "replicate-avro": ("replicate", "avro"),
-    "replicate-capture": ("replicate", "capture"),
-    "datahub-blob": ("datahub", "blob"),
-    "datahub-concat": ("datahub", "concat"),
-    "datahub-tuple": ("datahub", "tuple"),
-}
+VENDOR_FORMATS: dict[str, tuple[str, str]] = {name: (f.vendor, f.folder) for name, f in FORMATS.items()}
 """Every vendor format the simulator writes: name -> (vendor, input folder under OUT/<vendor>/)."""
 
-CARRIES_TRUNCATE = frozenset({"datahub-blob", "datahub-concat"})
-CARRIES_ADDED_COLUMN = frozenset(VENDOR_FORMATS) - {"datahub-tuple"}
-
-_COMMON = {"int": "int", "bigint": "int", "double": "float", "boolean": "bool", "string": "str"}
+CARRIES_TRUNCATE = frozenset(name for name, f in FORMATS.items() if f.carries_truncate)
+CARRIES_ADDED_COLUMN = frozenset(name for name, f in FORMATS.items() if f.carries_added_column)
 
 
 def truth_kind(vf: str, flavour: str, col: Col) -> str:
-    """The kind of value a faithful decoder of `vf` yields for a source column (see docs/simulate.md)."""
-    base = col.base
-    if vf.startswith("datastream"):
-        return _datastream_kind(vf == "datastream-json", flavour, col)
-    if vf.startswith("replicate"):
-        if base == "timestamp":
-            return "timestamp_ntz"  # DATETIME has no zone; Avro's timestamp-micros only carries its wall clock
-        return {"decimal": "decimal", "date": "date", "binary": "bytes"}.get(base) or _COMMON[base]
-    if vf == "datahub-tuple":
-        return {"decimal": "decimal", "date": "ts_midnight", "timestamp": "timestamp",
-                "binary": "base64_or_empty", "string": "str_or_empty"}.get(base) or _COMMON[base]
-    return {"decimal": "str_decimal", "date": "ts_midnight", "timestamp": "timestamp_ms",
-            "binary": "bytes"}.get(base) or _COMMON[base]
-
-
-def _datastream_kind(is_json: bool, flavour: str, col: Col) -> str:
-    base, pg = col.base, flavour == "postgresql"
-    if base == "decimal":  # Oracle p > 38 is the `number` type: a string, typed back to Decimal from Avro
-        return "str_decimal" if is_json and flavour == "oracle" and col.precision_scale[0] > 38 else "decimal"
-    if base == "boolean":
-        return "bool" if pg else "int_bool"
-    if base == "double":
-        return "decimal_repr" if is_json else "float"
-    if base == "date":
-        if is_json:
-            return "str_date" if pg else "str_ts_midnight"
-        return "date" if pg else "ts_midnight"
-    if base == "timestamp":
-        return "str_ts" if is_json else "timestamp"
-    if base == "binary":
-        if pg:
-            return "str_base64" if is_json else "bytes"
-        return "str_hex"
-    return _COMMON[base]
+    """The kind of value a faithful decoder of `vf` yields for a source column (its encoder module says)."""
+    return FORMATS[vf].truth_kind(flavour, col)
 
 
 def _midnight(d: dt.date) -> dt.datetime:

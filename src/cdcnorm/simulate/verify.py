@@ -23,6 +23,7 @@ from pyspark.sql import types as T
 
 from cdcnorm.pipeline import normalize
 from cdcnorm.simulate import VENDOR_FORMATS, Manifest, load_truth, simulate
+from cdcnorm.simulate.formats import FORMATS
 from cdcnorm.state import TableId, apply
 
 UTC = dt.UTC
@@ -38,17 +39,9 @@ def stream_of(vf: str) -> str:
 def options_for(vf: str, manifest: Manifest) -> dict[str, Any]:
     """Adapter options a user of that vendor format would pass (the input alone does not say them).
 
-    TUPLE topics carry neither the source engine, the database, the key nor the column types: a user passes them.
+    Each format's encoder module says which (e.g. TUPLE topics need their schemas, engine, database and keys).
     """
-    opts: dict[str, Any] = {"stream": stream_of(vf)}
-    if vf == "datahub-tuple":
-        folder = Path(manifest.out) / "schemas" / "datahub-tuple"
-        opts["tuple_schemas"] = {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.json"))}
-        tables = manifest.vendor_formats[vf]["tables"]
-        ident = next(iter(tables.values()))
-        opts.update(source_db=ident["source_db"], database=ident["database"],
-                    primary_keys={name: info["primary_key"] for name, info in tables.items() if info["primary_key"]})
-    return opts
+    return {"stream": stream_of(vf), **FORMATS[vf].user_options(Path(manifest.out), manifest.vendor_formats[vf])}
 
 
 def build_lake(spark: SparkSession, out: str | Path, lake: str | Path, *, tables: int, rows: int, changes: int,

@@ -40,17 +40,18 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
+from cdcnorm.adapters.datahub import SPEC
 from cdcnorm.adapters.datahub import tuple_topic as tup
 from cdcnorm.adapters.datahub.ddl import apply_changes, parse_ddl
 from cdcnorm.adapters.datahub.json_stream import JsonObjects, parse_json
 from cdcnorm.canonical import tuple_codec
-from cdcnorm.canonical.emit import BatchBuilder, decoded_schema, event_id_of
+from cdcnorm.canonical.emit import KIND_CHANGE, BatchBuilder, decoded_schema, event_id_of
+from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion
 from cdcnorm.errors import DecodeError
 
-VENDOR = "datahub"
-FMT_BLOB = "datahub.blob"
-FMT_TUPLE = "datahub.tuple"
+VENDOR = SPEC.name
+FMT_BLOB, FMT_TUPLE = SPEC.formats
 
 BLOB_TYPES: dict[str, str] = {
     "LONG": "bigint",
@@ -394,8 +395,9 @@ class _Prefixed(io.RawIOBase):
 class DataHubAdapter(Adapter):
     """DataWorks → DataHub BLOB JSON messages and TUPLE rows (CSV, JSON lines, Parquet)."""
 
-    name = "datahub"
-    formats = (FMT_BLOB, FMT_TUPLE)
+    name = SPEC.name
+    formats = SPEC.formats
+    flags = SPEC.flags
     Options = DataHubOptions
     options: DataHubOptions
 
@@ -876,18 +878,18 @@ def _changed(b: Column, a: Column) -> Column:
 
 def _counts(n: Column) -> dict[str, Column]:
     """Conservation: a row standing for n half records keeps `_records` 1 and moves the rest to `_merged`."""
-    return {"_records": F.least(n, F.lit(1)).cast("int"), "_merged": (n - F.least(n, F.lit(1))).cast("int")}
+    return {B.RECORDS: F.least(n, F.lit(1)).cast("int"), B.MERGED: (n - F.least(n, F.lit(1))).cast("int")}
 
 
 def _row(src: Column, **over: Column) -> Column:
     """A decoded-schema struct taking each column from `src` unless overridden."""
     bookkeeping = {
-        "_pair": None,
-        "_pair_role": None,
-        "_rule": None,
-        "_message": None,
-        "_raw": None,
-        "_schema": None,
+        B.PAIR: None,
+        B.PAIR_ROLE: None,
+        B.RULE: None,
+        B.MESSAGE: None,
+        B.RAW: None,
+        B.SCHEMA: None,
     }
     cols = []
     for name in _NAMES:
@@ -910,19 +912,19 @@ def pair_updates(df: DataFrame) -> DataFrame:
     other image null, its own event id, flag orphan_before/orphan_after. Redelivered halves fold into the
     same row; `_records` + `_merged` totals are conserved.
     """
-    is_half = (F.col("_kind") == "change") & F.col("_pair").isNotNull()
+    is_half = (F.col(B.KIND) == KIND_CHANGE) & F.col(B.PAIR).isNotNull()
     rest = df.filter(~is_half)
     halves = df.filter(is_half)
-    role = F.col("_pair_role")
+    role = F.col(B.PAIR_ROLE)
     whole = F.struct(*[F.col(n) for n in _NAMES])
-    n = F.col("_records") + F.col("_merged")
-    g = halves.groupBy("_pair").agg(
+    n = F.col(B.RECORDS) + F.col(B.MERGED)
+    g = halves.groupBy(B.PAIR).agg(
         F.min_by(whole, F.when(role == "before", F.col("sort_key"))).alias("b"),
         F.min_by(whole, F.when(role == "after", F.col("sort_key"))).alias("a"),
         F.sum(F.when(role == "before", n).otherwise(0)).alias("nb"),
         F.sum(F.when(role == "after", n).otherwise(0)).alias("na"),
     )
-    b, a, pair, nb, na = F.col("b"), F.col("a"), F.col("_pair"), F.col("nb"), F.col("na")
+    b, a, pair, nb, na = F.col("b"), F.col("a"), F.col(B.PAIR), F.col("nb"), F.col("na")
     both = b.isNotNull() & a.isNotNull()
     key_change = both & (b["key_bytes"] != a["key_bytes"])
     rows = (

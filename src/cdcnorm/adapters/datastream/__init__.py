@@ -1,5 +1,48 @@
-"""The datastream vendor package: its adapter and the vendor semantics it needs."""
+"""Google Cloud Datastream: JSON and Avro files on Cloud Storage, and BigQuery-destination exports.
 
-from cdcnorm.adapters.datastream.adapter import DatastreamAdapter
+The package holds the adapter (`adapter.py`) and the source type mapping (`types.py`); this module only
+declares the vendor, so the registry, the CLI and compare can name it without importing the decoder.
+"""
 
-__all__ = ["DatastreamAdapter"]
+from __future__ import annotations
+
+from typing import Any
+
+from cdcnorm.adapters.spec import MIDNIGHT_DATE, LossyRule, VendorSpec
+
+
+def _hex(x: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.lower(F.hex(x))
+
+
+SPEC = VendorSpec(
+    name="datastream",
+    adapter="cdcnorm.adapters.datastream.adapter:DatastreamAdapter",
+    formats=("datastream.json", "datastream.avro", "datastream.bigquery"),
+    flags=("delete_by_is_deleted", "key_change", "timestamp_as_string", "unverified_source"),
+    summary="Google Cloud Datastream JSON / Avro files and BigQuery exports",
+    compare_rules=(
+        LossyRule(
+            "datastream_mysql_date_midnight", "datastream", ("timestamp", "timestamp_ntz"), ("date",),
+            MIDNIGHT_DATE, "CAST({x} AS STRING)",
+            "Datastream's MySQL JSON output carries a DATE as a midnight timestamp",
+            source_db="mysql",
+        ),
+        LossyRule(
+            "datastream_mysql_binary_hex", "datastream", ("string",), ("binary",),
+            "lower({x})", "lower(hex({x}))",
+            "Datastream's MySQL JSON output carries binary columns as hex strings",
+            source_db="mysql",
+        ),
+    ),
+    scenario_projections={
+        "datastream_mysql": {
+            "date": ("timestamp_ntz", lambda x: x.cast("timestamp_ntz")),
+            "binary": ("string", _hex),
+        },
+    },
+)
+
+__all__ = ["SPEC"]

@@ -60,12 +60,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
+from cdcnorm.adapters.datastream import SPEC
 from cdcnorm.adapters.datastream import types as dtypes
 from cdcnorm.canonical.emit import BatchBuilder
+from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion
 
-VENDOR = "datastream"
-FMT_JSON, FMT_AVRO, FMT_BIGQUERY = "datastream.json", "datastream.avro", "datastream.bigquery"
+VENDOR = SPEC.name
+FMT_JSON, FMT_AVRO, FMT_BIGQUERY = SPEC.formats
 
 SOURCE_DBS = {
     "mysql": "mysql", "oracle": "oracle", "oracle_dump": "oracle", "postgresql": "postgresql",
@@ -356,7 +358,8 @@ class DatastreamAdapter(Adapter):
     """Google Cloud Datastream output (see the module docstring for the op, order and id recipes)."""
 
     name = VENDOR
-    formats = (FMT_JSON, FMT_AVRO, FMT_BIGQUERY)
+    formats = SPEC.formats
+    flags = SPEC.flags
     Options = DatastreamOptions
     options: DatastreamOptions
 
@@ -884,10 +887,10 @@ class DatastreamAdapter(Adapter):
     # -- multi-record step ------------------------------------------------------------------------------------
     def post_process(self, changes: DataFrame) -> DataFrame:
         """An UPDATE-INSERT whose UPDATE-DELETE partner (same `_pair`) exists becomes an INSERT flagged key_change."""
-        deletes = (changes.where(F.col("_pair_role") == "delete").select(F.col("_pair").alias("_kc_pair"))
+        deletes = (changes.where(F.col(B.PAIR_ROLE) == "delete").select(F.col(B.PAIR).alias("_kc_pair"))
                    .distinct().withColumn("_kc", F.lit(True)))
-        joined = changes.join(deletes, F.col("_pair") == F.col("_kc_pair"), "left")
-        is_insert_half = (F.col("_pair_role") == "insert") & F.col("_kc").isNotNull()
+        joined = changes.join(deletes, F.col(B.PAIR) == F.col("_kc_pair"), "left")
+        is_insert_half = (F.col(B.PAIR_ROLE) == "insert") & F.col("_kc").isNotNull()
         flags = F.array_union(F.coalesce(F.col("flags"), F.array().cast("array<string>")), F.array(F.lit("key_change")))
         return (joined.withColumn("op", F.when(is_insert_half, F.lit("INSERT")).otherwise(F.col("op")))
                 .withColumn("flags", F.when(is_insert_half, flags).otherwise(F.col("flags")))

@@ -12,7 +12,8 @@ Metadata (MD) messages fill a :class:`~cdcnorm.adapters.replicate.catalog.Catalo
 decoded with the entry their `messageSchemaId` names, else (JSON only) with the newest version of their
 table whose columns are exactly the message's fields, else from the data alone (flag `no_schema`). An Avro
 DT whose schema is unknown is quarantined as `schema_not_found` and can be re-processed once the MD is known
-(:meth:`ReplicateAdapter.prepare` collects MD entries before decoding; `catalog_entries` passes them in).
+(the pipeline's first pass collects MD entries before decoding and :meth:`ReplicateAdapter.prepare` takes
+them; the `catalog_entries` option passes them in by hand).
 
 Ordering and identity: `changeSequence` (35 digits: `YYYYMMDDHHmmSShh` + a 19-digit counter, monotonic per
 task) is a total order of CDC changes, compared as a number. sort_parts: CDC `(1, int(changeSequence),
@@ -37,14 +38,14 @@ from typing import IO, Any, ClassVar
 
 import orjson
 
-from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
+from cdcnorm.adapters.base import Adapter, AdapterOptions, FirstPass, MessageMeta
+from cdcnorm.adapters.replicate import SPEC
 from cdcnorm.adapters.replicate.catalog import (
     Catalog,
-    collect_entries,
     diff,
     entry_from_data_schema,
     entry_from_md,
-    lake_entries,
+    entry_from_schema_row,
     load_registry,
     merge_entries,
     parse_avro_schema,
@@ -56,8 +57,8 @@ from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion, split_key_change
 from cdcnorm.errors import DecodeError
 
-VENDOR = "replicate"
-FMT_JSON, FMT_AVRO, FMT_REGISTRY = "replicate.json", "replicate.avro", "replicate.avro_registry"
+VENDOR = SPEC.name
+FMT_JSON, FMT_AVRO, FMT_REGISTRY = SPEC.formats
 MAGIC = b"atMSG"
 METADATA_RULE = "replicate_metadata"
 CONTROL_PREFIX = "attrep_"
@@ -564,7 +565,8 @@ class ReplicateAdapter(Adapter):
     """Qlik Replicate Kafka / Event Hubs messages -> canonical change rows."""
 
     name: ClassVar[str] = VENDOR
-    formats: ClassVar[tuple[str, ...]] = (FMT_JSON, FMT_AVRO, FMT_REGISTRY)
+    formats: ClassVar[tuple[str, ...]] = SPEC.formats
+    flags: ClassVar[tuple[str, ...]] = SPEC.flags
     Options: ClassVar[type[AdapterOptions]] = ReplicateOptions
 
     def __init__(self, options: dict[str, Any] | AdapterOptions | None = None):
@@ -578,19 +580,28 @@ class ReplicateAdapter(Adapter):
         """The catalog as serialisable entries (options' entries plus MD messages seen so far)."""
         return self.catalog.entries()
 
-    def prepare(self, spark: Any, source: Any, kind: str, lake: Any) -> ReplicateAdapter:
-        """First pass: learn every MD message of the input (and the lake's stored versions) before decoding.
+    # -- the first pass: MD messages of the whole input and the lake's stored versions, before decoding ------
+    uses_stored_schemas: ClassVar[bool] = True
+
+    def needs_first_pass(self) -> bool:
+        return self.options.prescan
+
+    def first_pass_file(self, path: str, fh: IO[bytes]) -> list[dict[str, Any]]:
+        return self.metadata_from_file(path, fh)
+
+    def first_pass_message(self, value: bytes | None) -> list[dict[str, Any]]:
+        return extract_metadata(value)
+
+    def prepare(self, first: FirstPass) -> ReplicateAdapter:
+        """Learn every MD message of the input (and the lake's stored versions) before decoding.
 
         Decoding runs in parallel partitions, so a DT may be decoded in another task than its MD. The returned
         adapter carries the merged catalog to the executors (per-file prescans are then not needed for files).
         """
-        found = merge_entries(
-            lake_entries(lake) if lake is not None else [],
-            list(self.options.catalog_entries),
-            collect_entries(source, kind, self) if self.options.prescan else [],
-        )
+        stored = [e for e in map(entry_from_schema_row, first.stored_schemas) if e is not None]
+        found = merge_entries(stored, list(self.options.catalog_entries), first.items)
         update: dict[str, Any] = {"catalog_entries": found}
-        if kind == "files":
+        if first.kind == "files":
             update["prescan"] = False
         return type(self)(self.options.model_copy(update=update))
 

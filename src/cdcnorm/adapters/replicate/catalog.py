@@ -2,9 +2,9 @@
 
 Why a catalog: data (DT) messages reference their table's metadata only through `messageSchemaId` (= the MD
 `schemaId`), and the MD may be in another file or partition than its DTs, or arrive later. Catalog entries
-are plain JSON-serialisable dicts so the pipeline can collect them in a cheap first pass
-(`extract_metadata`), store them with the schema versions, and hand them back to the adapter on the
-executors (`catalog_entries`).
+are plain JSON-serialisable dicts so the pipeline's generic first pass can collect them (the adapter's
+`first_pass_file` / `first_pass_message`), store them with the schema versions, and hand them back to the
+adapter on the executors (`catalog_entries`). This module imports nothing from the adapter.
 
 An entry::
 
@@ -344,7 +344,7 @@ def _schema_text(doc: Any) -> str:
     return doc if isinstance(doc, str) else orjson.dumps(doc).decode()
 
 
-# -- the first pass (Spark): collect catalog entries before decoding -----------------------------------------
+# -- entries from the pipeline's first pass and from the lake ----------------------------------------------
 _SIZED = re.compile(r"([A-Z0-9_]+)(?:\((\d+)(?:,(\d+))?\))?")
 
 
@@ -391,54 +391,6 @@ def entry_from_schema_row(row: dict[str, Any]) -> dict[str, Any] | None:
         "columns": sorted(columns, key=lambda c: c["ordinal"]),
         "data_schema": None,
     }
-
-
-def collect_entries(source: Any, kind: str, adapter: Any) -> list[dict[str, Any]]:
-    """MD catalog entries found in the input by a cheap Spark pass (MD messages are few and small).
-
-    Files: each file is scanned by `adapter.metadata_from_file` (only MD candidates are parsed). Messages:
-    each `value` goes through `extract_metadata`. Only the distinct entries reach the driver.
-    """
-    import pyarrow as pa
-
-    from cdcnorm.adapters.replicate.adapter import extract_metadata
-    from cdcnorm.fs import open_input
-
-    out_schema = pa.schema([pa.field("entry", pa.string())])
-
-    def scan_files(batches: Any) -> Any:
-        for batch in batches:
-            found: list[str] = []
-            for path in batch.column("path").to_pylist():
-                try:
-                    with open_input(path) as fh:
-                        found += [orjson.dumps(e).decode() for e in adapter.metadata_from_file(path, fh)]
-                except Exception:  # unreadable files are quarantined by the main pass
-                    continue
-            yield pa.RecordBatch.from_pydict({"entry": found}, schema=out_schema)
-
-    def scan_messages(batches: Any) -> Any:
-        for batch in batches:
-            found = [
-                orjson.dumps(e).decode()
-                for v in batch.column("value").to_pylist()
-                for e in extract_metadata(v)
-            ]
-            yield pa.RecordBatch.from_pydict({"entry": found}, schema=out_schema)
-
-    if kind == "files":
-        scanned = source.select("path").mapInArrow(scan_files, "entry string")
-    else:
-        scanned = source.select("value").mapInArrow(scan_messages, "entry string")
-    return [orjson.loads(r["entry"]) for r in scanned.distinct().collect()]
-
-
-def lake_entries(lake: Any) -> list[dict[str, Any]]:
-    """Catalog entries from the schema versions earlier runs stored in the lake."""
-    from pyspark.sql import functions as F
-
-    rows = lake.schemas().where(F.col("vendor") == "replicate").collect()
-    return [e for e in (entry_from_schema_row(r.asDict(recursive=True)) for r in rows) if e is not None]
 
 
 def merge_entries(*groups: list[dict[str, Any]]) -> list[dict[str, Any]]:

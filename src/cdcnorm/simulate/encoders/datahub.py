@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from cdcnorm.simulate.delivery import ConcatFile, Lane, LinesFile, Rotator, lane_rng
+from cdcnorm.simulate.encoders import COMMON_KINDS, SimFormat
 from cdcnorm.simulate.history import EPOCH, Col, Event, TableDef
 from cdcnorm.simulate.jsonx import plain
 
@@ -257,7 +258,7 @@ class DataHubTupleEncoder:
         self.rotators: dict[tuple[int, int], Rotator] = {}
         self.counts: dict[str, int] = {"records": 0, "files": 0}
         self.update_no = 0
-        self._write_topic_schemas(out / "schemas" / "datahub-tuple")
+        self._write_topic_schemas(out / TUPLE_SCHEMAS)
 
     def identity(self, t: TableDef) -> dict[str, Any]:
         return {"vendor": "datahub", "stream": f"{PROJECT}/sim_{t.name}_tuple", "source_db": "mysql",
@@ -328,3 +329,40 @@ class DataHubTupleEncoder:
             lane.close()
         for rot in self.rotators.values():
             rot.close()
+
+
+# -- what the formats carry (the truth projection; docs/simulate.md states it rule by rule) ------------------
+def blob_kind(flavour: str, col: Col) -> str:
+    """Blob JSON: no exact decimal (STRING), DATE and timestamps as epoch milliseconds."""
+    return {"decimal": "str_decimal", "date": "ts_midnight", "timestamp": "timestamp_ms",
+            "binary": "bytes"}.get(col.base) or COMMON_KINDS[col.base]
+
+
+def tuple_kind(flavour: str, col: Col) -> str:
+    """TUPLE CSV: typed fields, but an empty STRING field is '' (NULL and empty cannot be told apart)."""
+    return {"decimal": "decimal", "date": "ts_midnight", "timestamp": "timestamp",
+            "binary": "base64_or_empty", "string": "str_or_empty"}.get(col.base) or COMMON_KINDS[col.base]
+
+
+TUPLE_SCHEMAS = "schemas/datahub-tuple"
+"""Where the TUPLE encoder writes each topic's RecordSchema (what a user passes as `tuple_schemas`)."""
+
+
+def tuple_options(out: Path, info: dict[str, Any]) -> dict[str, Any]:
+    """TUPLE topics carry neither the source engine, the database, the key nor the column types: a user
+    passes the topics' schemas, the engine, the database and the keys."""
+    folder = Path(out) / TUPLE_SCHEMAS
+    tables = info["tables"]
+    ident = next(iter(tables.values()))
+    return {"tuple_schemas": {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.json"))},
+            "source_db": ident["source_db"], "database": ident["database"],
+            "primary_keys": {name: t["primary_key"] for name, t in tables.items() if t["primary_key"]}}
+
+
+FORMATS = (
+    SimFormat("datahub", "blob", DataHubBlobEncoder, blob_kind, lambda t, c: blob_type(c), carries_truncate=True),
+    SimFormat("datahub", "concat", DataHubBlobEncoder, blob_kind, lambda t, c: blob_type(c), carries_truncate=True),
+    SimFormat("datahub", "tuple", DataHubTupleEncoder, tuple_kind, lambda t, c: tuple_type(c),
+              carries_added_column=False, extra_outputs=(TUPLE_SCHEMAS,), user_options=tuple_options),
+)
+"""The DataHub formats the simulator writes: Blob carries truncates; TUPLE topics have a fixed schema."""

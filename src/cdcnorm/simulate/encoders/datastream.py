@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cdcnorm.simulate.delivery import AvroFile, Lane, LinesFile, Rotator, lane_rng
+from cdcnorm.simulate.encoders import COMMON_KINDS, SimFormat
 from cdcnorm.simulate.history import EPOCH, Col, Event, TableDef
 from cdcnorm.simulate.jsonx import Raw, dumps, iso_us, plain
 
@@ -351,3 +352,35 @@ class _File:
 
     def close(self) -> None:
         self.out.close()
+
+
+# -- what the format carries (the truth projection; docs/simulate.md states it rule by rule) -------------------
+def truth_kind(is_json: bool, flavour: str, col: Col) -> str:
+    """The kind of value a faithful decoder of Datastream JSON / Avro yields for a source column."""
+    base, pg = col.base, flavour == "postgresql"
+    if base == "decimal":  # Oracle p > 38 is the `number` type: a string, typed back to Decimal from Avro
+        return "str_decimal" if is_json and flavour == "oracle" and col.precision_scale[0] > 38 else "decimal"
+    if base == "boolean":
+        return "bool" if pg else "int_bool"
+    if base == "double":
+        return "decimal_repr" if is_json else "float"
+    if base == "date":
+        if is_json:
+            return "str_date" if pg else "str_ts_midnight"
+        return "date" if pg else "ts_midnight"
+    if base == "timestamp":
+        return "str_ts" if is_json else "timestamp"
+    if base == "binary":
+        if pg:
+            return "str_base64" if is_json else "bytes"
+        return "str_hex"
+    return COMMON_KINDS[base]
+
+
+FORMATS = (
+    SimFormat("datastream", "json", DatastreamEncoder, lambda flavour, col: truth_kind(True, flavour, col),
+              vendor_type),
+    SimFormat("datastream", "avro", DatastreamEncoder, lambda flavour, col: truth_kind(False, flavour, col),
+              vendor_type),
+)
+"""The Datastream formats the simulator writes (a truncate is not carried; the added column is)."""

@@ -19,6 +19,7 @@ from typing import Any
 from fastavro import parse_schema, schemaless_writer
 
 from cdcnorm.simulate.delivery import AvroFile, Lane, LinesFile, Rotator, lane_rng
+from cdcnorm.simulate.encoders import COMMON_KINDS, SimFormat
 from cdcnorm.simulate.history import EPOCH, Col, Event, TableDef
 from cdcnorm.simulate.jsonx import dumps, plain
 
@@ -340,3 +341,17 @@ def _avro(parsed: Any, record: dict[str, Any]) -> bytes:
     buf = io.BytesIO()
     schemaless_writer(buf, parsed, record)
     return buf.getvalue()
+
+
+# -- what the format carries (the truth projection; docs/simulate.md states it rule by rule) -------------------
+def truth_kind(flavour: str, col: Col) -> str:
+    """The kind of value a faithful decoder of any Replicate format yields for a source column."""
+    base = col.base
+    if base == "timestamp":
+        return "timestamp_ntz"  # DATETIME has no zone; Avro's timestamp-micros only carries its wall clock
+    return {"decimal": "decimal", "date": "date", "binary": "bytes"}.get(base) or COMMON_KINDS[base]
+
+
+FORMATS = tuple(SimFormat("replicate", fmt, ReplicateEncoder, truth_kind, vendor_type)
+                for fmt in ("json", "avro", "capture"))
+"""The Replicate formats the simulator writes (a truncate is not carried; the added column is)."""
