@@ -76,9 +76,8 @@ def test_naming_vendors_does_not_start_pyspark():
 
 
 def test_vendor_lists_come_from_the_registry():
-    from cdcnorm.compare.rules import rules
-
     from cdcnorm.canonical.doc import sections
+    from cdcnorm.migrate.rules import rules
     from cdcnorm.simulate import VENDORS
 
     vendor_doc = sections()["vendors"]
