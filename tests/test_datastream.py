@@ -703,7 +703,7 @@ def test_json_array_streams_across_chunk_boundaries():
     assert [r.index for r in got] == [0, 1, 2, 3, 4]
     assert [r.value["payload"] for r in got] == [{"id": i, "p": Decimal("12.50")} for i in range(5)]
     assert json.loads(got[2].raw) == json.loads(json.dumps(events[2]).replace('"P"', "12.50"))
-    broken = list(JsonRecords(Source(io.BytesIO(text[:-40])), chunk_size=7))
+    broken = list(JsonRecords(Source(io.BytesIO(text[:-40])), accept=lambda v: "read_method" in v, chunk_size=7))
     assert [r.index for r in broken] == [0, 1, 2, 3, 4] and isinstance(broken[-1], Damage)
     assert broken[-1].error_class == "bad_json"
 
