@@ -53,26 +53,42 @@ def _bytes_at(fh: IO[bytes], start: int, end: int) -> tuple[bytes, str]:
     return capped(data, end - start)
 
 
-def parquet_rows(src: Source, batch_rows: int = BATCH_ROWS) -> Iterator[Record | Damage]:
-    """Rows as dicts (`Record.offset` is `row group:row`); a damaged row group or footer is one error."""
-    import pyarrow.parquet as pq
+class ParquetRows:
+    """Rows as dicts (`Record.offset` is `row group:row`); a damaged row group or footer is one error.
 
-    fh = _random_access(src)
-    try:
+    `schema_arrow` is the file's Arrow schema once iteration has started (None for an unreadable footer).
+    """
+
+    def __init__(self, src: Source, batch_rows: int = BATCH_ROWS):
+        self._src, self._batch_rows = src, batch_rows
+        self.schema_arrow: Any = None
+
+    def __iter__(self) -> Iterator[Record | Damage]:
+        import pyarrow.parquet as pq
+
+        fh = _random_access(self._src)
         try:
-            pf = pq.ParquetFile(fh)
-        except Exception as exc:  # noqa: BLE001 - any reader failure is a damaged file, not a crash
-            fh.seek(0)
-            raw, note = capped(fh.read(RAW_CAP + 1))
-            yield Damage(0, 0, raw, "corrupt_parquet",
-                         f"not a readable Parquet file ({type(exc).__name__}: {exc}); no row was decoded - "
-                         f"re-export the file and re-run{note}")
-            return
+            try:
+                pf = pq.ParquetFile(fh)
+                self.schema_arrow = pf.schema_arrow
+            except Exception as exc:  # noqa: BLE001 - any reader failure is a damaged file, not a crash
+                fh.seek(0)
+                raw, note = capped(fh.read(RAW_CAP + 1))
+                yield Damage(0, 0, raw, "corrupt_parquet",
+                             f"not a readable Parquet file ({type(exc).__name__}: {exc}); no row was decoded - "
+                             f"re-export the file and re-run{note}")
+                return
+            yield from self._row_groups(pf, fh)
+        finally:
+            if fh is not getattr(self._src, "_file", None):
+                fh.close()
+
+    def _row_groups(self, pf: Any, fh: IO[bytes]) -> Iterator[Record | Damage]:
         index = 0
         for rg in range(pf.num_row_groups):
             n = 0
             try:
-                for batch in pf.iter_batches(batch_size=batch_rows, row_groups=[rg]):
+                for batch in pf.iter_batches(batch_size=self._batch_rows, row_groups=[rg]):
                     for row in batch.to_pylist():
                         yield Record(index, f"{rg}:{n}", None, row)
                         index += 1
@@ -85,6 +101,8 @@ def parquet_rows(src: Source, batch_rows: int = BATCH_ROWS) -> Iterator[Record |
                              f"the other row groups were decoded, raw holds this row group's bytes "
                              f"{start}-{end} - re-export the file and re-run{note}")
                 index += 1
-    finally:
-        if fh is not getattr(src, "_file", None):
-            fh.close()
+
+
+def parquet_rows(src: Source, batch_rows: int = BATCH_ROWS) -> Iterator[Record | Damage]:
+    """Rows of a Parquet file (see :class:`ParquetRows`)."""
+    return iter(ParquetRows(src, batch_rows))
