@@ -174,3 +174,20 @@ def _read_full(fh: IO[bytes], n: int) -> bytes:
 def as_source(fh: IO[bytes] | Source) -> Source:
     """A Source over `fh` (gzip undone), or `fh` itself when it already is one."""
     return fh if isinstance(fh, Source) else Source(fh)
+
+
+def rewindable(fh: IO[bytes]) -> IO[bytes]:
+    """`fh` when it can seek, else a copy spooled to a temporary file (for two passes over one input, e.g.
+    Replicate's metadata prescan); never a copy in memory beyond 8 MiB."""
+    try:
+        if fh.seekable():
+            return fh
+    except (AttributeError, OSError, ValueError):
+        pass
+    import shutil
+    import tempfile
+
+    spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115 - the caller's to close
+    shutil.copyfileobj(fh, spool, 1 << 20)
+    spool.seek(0)
+    return spool  # type: ignore[return-value]
