@@ -171,7 +171,8 @@ class _MessageDecoder:
                 try:
                     adapter.decode_message(value, meta, out)
                 except Exception as exc:
-                    out.quarantine(_error_class(exc), _message(exc, "while decoding this message"))
+                    out.quarantine(_error_class(exc), _message(exc, "while decoding this message"),
+                                   raw=exc.raw if isinstance(exc, DecodeError) else None)
                 out.end_record()
                 if len(out) >= BATCH_ROWS:
                     yield out.flush()

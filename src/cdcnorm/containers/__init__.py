@@ -72,7 +72,7 @@ def each_record(path: str, items: Iterable[Record | Damage], out: Any, decode: C
             try:
                 decode(item)
             except DecodeError as exc:
-                out.quarantine(exc.error_class, exc.message)
+                out.quarantine(exc.error_class, exc.message, raw=exc.raw)
         yield
 
 

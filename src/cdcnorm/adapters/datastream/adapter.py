@@ -63,6 +63,7 @@ from cdcnorm.adapters.datastream import types as dtypes
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion
 from cdcnorm.containers import Damage, Record, loads_exact
+from cdcnorm.errors import DecodeError
 
 VENDOR = "datastream"
 FMT_JSON, FMT_AVRO, FMT_BIGQUERY = "datastream.json", "datastream.avro", "datastream.bigquery"
@@ -354,30 +355,29 @@ class DatastreamAdapter(Adapter):
         out.set_context(VENDOR, FMT_JSON)
         state = self.__dict__.setdefault("_message_state", _FileState(None))
         where = f"message {meta.topic or ''}[{meta.partition or ''}]@{meta.offset or ''}"
-        if not value or not value.strip():
-            out.quarantine("bad_event", f"{where} is empty; a Datastream message holds one JSON event")
-            return
-        self._decode_json(bytes(value), where, state, out)
+        try:
+            if not value or not value.strip():
+                raise DecodeError("bad_event", f"{where} is empty; a Datastream message holds one JSON event")
+            self._decode_json(bytes(value), where, state, out)
+        except DecodeError as exc:  # the per-record decoders raise; a message is one record
+            out.quarantine(exc.error_class, exc.message, raw=exc.raw)
 
     def _decode_json(self, data: bytes, where: str, state: _FileState, out: BatchBuilder) -> None:
         try:
             obj = loads_exact(data)
         except ValueError as exc:
-            out.quarantine("bad_json", f"{where} is not valid JSON ({exc}); fix or drop it and re-run")
-            return
+            raise DecodeError("bad_json", f"{where} is not valid JSON ({exc}); fix or drop it and re-run") from None
         self._decode_obj(obj, where, state, out, data)
 
     def _decode_obj(self, obj: Any, where: str, state: _FileState, out: BatchBuilder, raw: bytes | None) -> None:
         if not isinstance(obj, dict):
-            out.quarantine("bad_event", f"{where} is a JSON {type(obj).__name__}, not an event object", raw=raw)
-            return
+            raise DecodeError("bad_event", f"{where} is a JSON {type(obj).__name__}, not an event object", raw=raw)
         if obj.get("kind") == "storage#object":
-            out.quarantine(
+            raise DecodeError(
                 "gcs_notification",
                 f"{where} is a Cloud Storage object notification for gs://{obj.get('bucket')}/{obj.get('name')} "
                 f"(size {obj.get('size')}), not a Datastream event: normalize the object it names instead "
                 "(zero-byte folder objects hold nothing)", raw=raw)
-            return
         meta_key = next((k for k in obj if k.lower() == "datastream_metadata"), None)
         if meta_key is not None and "source_metadata" not in obj:
             state.fmt = FMT_BIGQUERY
@@ -455,9 +455,8 @@ class DatastreamAdapter(Adapter):
                 ev["payload"] = {n: (c(payload.get(n), flags) if c and payload.get(n) is not None
                                      else payload.get(n)) for n, c in convs["payload"]}
         except Exception as exc:  # noqa: BLE001 - a value the type mapping cannot convert
-            out.quarantine("bad_value", f"{where}: a payload value cannot be converted ({type(exc).__name__}: "
-                           f"{exc}); raw holds the record as JSON", raw=_dumps(rec))
-            return
+            raise DecodeError("bad_value", f"{where}: a payload value cannot be converted ({type(exc).__name__}: "
+                              f"{exc}); raw holds the record as JSON", raw=_dumps(rec)) from None
         self._event(ev, where, state, out, None, flags)
 
     # -- events ---------------------------------------------------------------------------------------------
@@ -467,17 +466,15 @@ class DatastreamAdapter(Adapter):
         flags = flags if flags is not None else []
         problem = _missing_field(ev)
         if problem:
-            out.quarantine("bad_event", f"{where}: {problem}; not a usable Datastream event",
-                           raw=raw if raw is not None else _dumps(ev))
-            return
+            raise DecodeError("bad_event", f"{where}: {problem}; not a usable Datastream event",
+                              raw=raw if raw is not None else _dumps(ev))
         sm, payload, read_method = ev["source_metadata"], ev["payload"], str(ev["read_method"])
         try:
             source_ts = dtypes.parse_ts(ev.get("source_timestamp"))
             capture_ts = dtypes.parse_ts(ev.get("read_timestamp"))
         except (ValueError, TypeError) as exc:
-            out.quarantine("bad_event", f"{where}: source_timestamp/read_timestamp cannot be parsed ({exc})",
-                           raw=raw if raw is not None else _dumps(ev))
-            return
+            raise DecodeError("bad_event", f"{where}: source_timestamp/read_timestamp cannot be parsed ({exc})",
+                              raw=raw if raw is not None else _dumps(ev)) from None
         source_db = _source_db(read_method, sm)
         database, schema, table = _IDENT.get(source_db, _ident_default)(sm)
         table = table or _s(ev.get("object"))
@@ -496,15 +493,13 @@ class DatastreamAdapter(Adapter):
         elif ct in OPS:
             op = OPS[ct]
         else:
-            out.quarantine("unknown_op", f"{where}: change_type {change_type!r} is not a Datastream change type "
-                           f"({', '.join(OPS)}); report it", raw=raw if raw is not None else _dumps(ev))
-            return
+            raise DecodeError("unknown_op", f"{where}: change_type {change_type!r} is not a Datastream change type "
+                              f"({', '.join(OPS)}); report it", raw=raw if raw is not None else _dumps(ev))
         try:
             payload = self._binary_columns(payload, database, schema, table)
         except ValueError as exc:
-            out.quarantine("bad_hex", f"{where}: {exc}; fix the binary_columns option",
-                           raw=raw if raw is not None else _dumps(ev))
-            return
+            raise DecodeError("bad_hex", f"{where}: {exc}; fix the binary_columns option",
+                              raw=raw if raw is not None else _dumps(ev)) from None
         if source_db in UNVERIFIED_SOURCES:
             flags.append("unverified_source")
         if ct == "UPDATE-DELETE":
@@ -597,9 +592,9 @@ class DatastreamAdapter(Adapter):
         try:
             source_ts = dtypes.parse_ts(md.get("source_timestamp"))
         except (ValueError, TypeError) as exc:
-            out.quarantine("bad_event", f"{where}: datastream_metadata.source_timestamp cannot be parsed ({exc})",
-                           raw=raw if raw is not None else _dumps(row))
-            return
+            raise DecodeError("bad_event",
+                              f"{where}: datastream_metadata.source_timestamp cannot be parsed ({exc})",
+                              raw=raw if raw is not None else _dumps(row)) from None
         database, schema, table = self._bigquery_table(state.path)
         pks = list(self.options.primary_keys) if self.options.primary_keys else None
         key = _key_of(payload, pks)
@@ -624,9 +619,8 @@ class DatastreamAdapter(Adapter):
             sort_parts = (1, source_ts, csn_key, _RANK.get(ct, 1))
             id_parts = (ct, source_ts, csn_key, key_values) + (() if key else (payload_hash(payload),))
         else:
-            out.quarantine("unknown_op", f"{where}: change_type {md.get('change_type')!r} is not a Datastream "
-                           "change type", raw=raw if raw is not None else _dumps(row))
-            return
+            raise DecodeError("unknown_op", f"{where}: change_type {md.get('change_type')!r} is not a Datastream "
+                              "change type", raw=raw if raw is not None else _dumps(row))
         version = "bigquery-" + hashlib.sha1("\x1f".join(payload).encode()).hexdigest()[:16]
         self._schema_version(state, out, stream, None, database, schema, table, version, payload, pks, source_ts)
         pair = None
