@@ -20,13 +20,13 @@ from cdcnorm.containers.csv_records import csv_records
 from cdcnorm.containers.errors import CONTAINER_ERRORS, RAW_CAP, Damage, Record, capped
 from cdcnorm.containers.json_records import JsonRecords, JsonTooDeep, loads_exact, loads_wide_ints
 from cdcnorm.containers.parquet import PARQUET_MAGIC, ParquetRows, parquet_rows
-from cdcnorm.containers.stream import GZIP_MAGIC, Source, as_source, rewindable
+from cdcnorm.containers.stream import GZIP_MAGIC, Source, as_source, inflated_head, rewindable
 from cdcnorm.errors import DecodeError
 
 __all__ = [
     "AVRO_MAGIC", "CONTAINER_ERRORS", "GZIP_MAGIC", "PARQUET_MAGIC", "RAW_CAP", "AvroFile", "AvroHeaderError",
     "Damage", "JsonRecords", "JsonTooDeep", "ParquetRows", "Record", "Source", "as_source", "capped", "container_of",
-    "csv_records", "each_record", "rewindable", "loads_exact", "loads_wide_ints", "parquet_rows",
+    "csv_records", "each_record", "inflated_head", "rewindable", "loads_exact", "loads_wide_ints", "parquet_rows",
 ]
 
 

@@ -191,3 +191,14 @@ def rewindable(fh: IO[bytes]) -> IO[bytes]:
     shutil.copyfileobj(fh, spool, 1 << 20)
     spool.seek(0)
     return spool  # type: ignore[return-value]
+
+
+def inflated_head(head: bytes, limit: int = 1 << 20) -> bytes | None:
+    """The first inflated bytes of a gzip file's head (for sniffing), `head` itself when it is not gzip, or
+    None when the gzip bytes do not inflate."""
+    if head[:2] != GZIP_MAGIC:
+        return head
+    try:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, limit)
+    except zlib.error:
+        return None

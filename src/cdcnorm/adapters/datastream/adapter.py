@@ -36,17 +36,17 @@ payloads carry no types: numbers become int or exact Decimal (see :func:`loads_e
 timestamps, stay strings (only the envelope's read/source timestamps are parsed, in every observed form). MySQL
 binary columns are hex strings in both formats, indistinguishable from text: the `binary_columns` option names
 the ones to turn into bytes. Records that are not Datastream events are quarantined with a reason:
-`bad_json`, `bad_event` (which field), `unknown_op`, `bad_hex`, `bad_value`, `gcs_notification` (a Cloud
-Storage notification, not data), `unknown_format`, `truncated_avro`/`corrupt_avro` (the damaged rest of a file
-as one record), `truncated_gzip`, `corrupt_parquet`. Documentation and code files next to the data (`.md`, `.py`, ...) are
-not read: the pipeline counts them as skipped objects (`not_data_file`).
+`bad_event` (which field), `unknown_op`, `bad_hex`, `bad_value`, `gcs_notification` (a Cloud Storage
+notification, not data), `unknown_format`, and the container damage of :mod:`cdcnorm.containers` (`bad_json`,
+`truncated_avro`/`corrupt_avro` per damaged block, `truncated_gzip`/`corrupt_gzip`, `corrupt_parquet`).
+Documentation and code files next to the data (`.md`, `.py`, ...) are not read: the pipeline counts them as
+skipped objects (`not_data_file`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -86,7 +86,6 @@ OPS = {
 
 _RANK = {"UPDATE-DELETE": 0}
 _BIN_SUFFIX = re.compile(r"(\d+)\s*$")
-_AVRO_MAGIC, _GZIP_MAGIC, _PARQUET_MAGIC = b"Obj\x01", b"\x1f\x8b", b"PAR1"
 
 
 class DatastreamOptions(AdapterOptions):
@@ -283,12 +282,11 @@ class DatastreamAdapter(Adapter):
     @classmethod
     def sniff(cls, path: str | None, head: bytes) -> bool:
         """Avro whose header schema names source_metadata/read_method/stream_name, or a JSON Datastream event."""
-        if head[:2] == _GZIP_MAGIC:
-            try:
-                head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 1 << 20)
-            except zlib.error:
-                return False
-        if head[:4] == _AVRO_MAGIC:
+        inflated = containers.inflated_head(head)
+        if inflated is None:
+            return False
+        head = inflated
+        if head[:4] == containers.AVRO_MAGIC:
             return (b"source_metadata" in head and (b"read_method" in head or b"stream_name" in head)) or (
                 b"datastream_metadata" in head
             )
