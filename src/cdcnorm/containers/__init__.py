@@ -52,10 +52,10 @@ def unknown_format(src: Source, what: str) -> Damage:
     return Damage(0, 0, rest, "unknown_format", f"{what}{note}")
 
 
-Origin = Callable[[Record], dict[str, Any]]
+Origin = Callable[[Record | Damage], dict[str, Any]]
 
 
-def _default_origin(rec: Record) -> dict[str, Any]:
+def _default_origin(rec: Record | Damage) -> dict[str, Any]:
     return {"index": rec.index, "offset": str(rec.offset), "raw": rec.raw}
 
 
@@ -64,8 +64,8 @@ def each_record(path: str, items: Iterable[Record | Damage], out: Any, decode: C
     """The record loop: per container record, open it in `out` and decode it; quarantine damage and
     DecodeErrors with the record's raw bytes. Yields once per record (the caller flushes batches)."""
     for item in items:
-        if isinstance(item, Damage):
-            out.begin_record(path, item.index, offset=str(item.offset), raw=item.raw)
+        if isinstance(item, Damage):  # the vendor's origin (e.g. line numbers), with the damage's offset and bytes
+            out.begin_record(path, **{**origin(item), "offset": str(item.offset), "raw": item.raw})
             out.quarantine(item.error_class, f"{path}: {item.message}")
         else:
             out.begin_record(path, **origin(item))

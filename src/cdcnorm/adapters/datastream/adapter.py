@@ -339,11 +339,12 @@ class DatastreamAdapter(Adapter):
         def origin(item: Record | Damage) -> dict:
             if reader.array:
                 return {"index": item.index, "raw": item.raw}
-            return {"index": reader.line_of(item), "offset": str(item.offset), "raw": item.raw}
+            index = reader.line_of(item) if reader.lines_mode else item.index
+            return {"index": index, "offset": str(item.offset), "raw": item.raw}
 
         def decode(rec: Record) -> None:
-            where = (f"element {rec.index} of {path}" if reader.array
-                     else f"line {reader.line_of(rec) + 1} of {path}")
+            where = (f"line {reader.line_of(rec) + 1} of {path}" if reader.lines_mode
+                     else f"element {rec.index} of {path}" if reader.array else f"object {rec.index} of {path}")
             self._decode_obj(rec.value, where, state, out, rec.raw)
 
         yield from containers.each_record(path, reader, out, decode, origin)
