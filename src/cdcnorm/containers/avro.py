@@ -98,6 +98,10 @@ class AvroFile:
         self.sync = b""
         self._parsed: Any = None
         self._index = 0
+        self._block_start = 0
+        self._last_count = 0  # records the last block gave
+        self._last_error: str | None = None  # why the last block stopped early
+        self._header_bytes = bytearray()
 
     def read_header(self) -> None:
         src = _Recording(self._src)
@@ -150,7 +154,7 @@ class AvroFile:
                     return
                 size = _read_long(src)
             except EOFError:
-                yield self._truncated(start, src.pos - start, [], 0, "the file ends inside a block header")
+                yield self._truncated(start, b"", "the file ends inside a block header")
                 return
             except ValueError as exc:
                 yield from self._resync(start, f"the block header at byte {start} is damaged ({exc})")
@@ -160,14 +164,12 @@ class AvroFile:
                 yield from self._resync(start, f"the block at byte {start} announces {count} records in "
                                         f"{size} bytes, which is not a block")
                 continue
-            header_len = src.pos - start
             data = src.read(size)
             trailer = src.read(16)
             if len(data) < size or len(trailer) < 16:
                 yield from self._decode(data, count, partial=True)
                 got = self._last_count
-                block = self._last_block_bytes(start, header_len, data, trailer, count, size)
-                yield self._truncated(start, len(block), block, got,
+                yield self._truncated(start, _zigzag(count) + _zigzag(size) + data + trailer,
                                       f"the file ends inside the block at byte {start} ({got} of {count} "
                                       "records recovered)")
                 return
@@ -180,17 +182,13 @@ class AvroFile:
                 yield from records
                 continue
             yield from records
-            block = self._last_block_bytes(start, header_len, data, trailer, count, size)
-            kept, note = capped(block)
+            kept, note = capped(_zigzag(count) + _zigzag(size) + data + trailer)
             yield self._next_damage(start, kept, "corrupt_avro",
                                     f"the block at byte {start} cannot be decoded ({self._last_error}); "
                                     f"{len(records)} of its {count} records were recovered, the blocks around "
                                     f"it were decoded - re-copy the file and re-run{note}")
 
     # -- blocks ----------------------------------------------------------------------------------------------
-    _last_count = 0
-    _last_error: str | None = None
-
     def _decode(self, data: bytes, count: int, partial: bool) -> Iterator[Record]:
         """Records of one block (all of them, or those before the damage; `_last_error` says why it stopped)."""
         import fastavro
@@ -221,18 +219,12 @@ class AvroFile:
             self._index += 1
             yield rec
 
-    _block_start = 0
-
-    def _last_block_bytes(self, start: int, header_len: int, data: bytes, trailer: bytes, count: int,
-                          size: int) -> bytes:
-        return _zigzag(count) + _zigzag(size) + data + trailer
-
     def _next_damage(self, offset: int, raw: bytes, error_class: str, message: str) -> Damage:
         d = Damage(self._index, offset, raw, error_class, message)
         self._index += 1
         return d
 
-    def _truncated(self, start: int, _n: int, block: bytes, got: int, why: str) -> Damage:
+    def _truncated(self, start: int, block: bytes, why: str) -> Damage:
         kept, note = capped(block)
         return self._next_damage(start, kept, "truncated_avro",
                                  f"damaged Avro from record {self._index} on: {why}. The records before it were "
@@ -264,7 +256,7 @@ class AvroFile:
         if leftover is not None:
             skipped = total - len(leftover)
             kept = kept[:skipped]
-            self._src = _Rejoined.wrap(leftover, src) if leftover else src
+            self._src = _Rejoined(leftover, src) if leftover else src  # type: ignore[assignment]
         else:
             skipped = total
         note = f" (raw holds the first {RAW_CAP >> 20} MiB of {skipped} bytes)" if skipped > RAW_CAP else ""
@@ -274,7 +266,7 @@ class AvroFile:
                                 f"{why}; {after}. The blocks before it were decoded - re-copy the file and "
                                 f"re-run{note}")
         if leftover is None:
-            self._src = _Ended(src)
+            self._src = _Ended(src)  # type: ignore[assignment]
 
 
 def _zigzag(n: int) -> bytes:
@@ -310,12 +302,10 @@ class _Rejoined:
     """Bytes read past a sync marker during a resync, then the rest of the source (same `pos` arithmetic)."""
 
     def __init__(self, head: bytes, src: Any):
-        self._head, self._src = head, src
         self.pos = src.pos - len(head)
-
-    @classmethod
-    def wrap(cls, head: bytes, src: Any) -> Any:
-        return cls(head, src)
+        if isinstance(src, _Rejoined):  # a resync inside a resync: one layer, never a chain of them
+            head, src = head + src._head, src._src
+        self._head, self._src = head, src
 
     def read(self, n: int = -1) -> bytes:
         if self._head:
