@@ -101,11 +101,11 @@ class AvroFile:
         self._block_start = 0
         self._last_count = 0  # records the last block gave
         self._last_error: str | None = None  # why the last block stopped early
-        self._header_bytes = bytearray()
+        self.header_bytes = bytearray()  # the header as read (the raw bytes of a damaged or foreign file)
 
     def read_header(self) -> None:
         src = _Recording(self._src)
-        self._header_bytes = src.seen
+        self.header_bytes = src.seen
         try:
             if src.read(4) != AVRO_MAGIC:
                 raise ValueError("no Avro magic")
@@ -136,7 +136,7 @@ class AvroFile:
 
     def header_damage(self, exc: AvroHeaderError) -> Damage:
         """The whole file as one error (the header is damaged, nothing can be decoded)."""
-        head = bytes(self._header_bytes)
+        head = bytes(self.header_bytes)
         rest = self._src.read(RAW_CAP)
         total = len(head) + len(rest) + len(self._src.read(1))
         raw, note = capped(head + rest, total if total <= len(head) + len(rest) else RAW_CAP + 1)

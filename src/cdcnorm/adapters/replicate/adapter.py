@@ -634,7 +634,7 @@ class ReplicateAdapter(Adapter):
         src = containers.open_source(fh)
         head = src.peek(8)
         if head[:4] == containers.AVRO_MAGIC:
-            return [e for _, body in self._container_messages(src) if might_be_metadata(body)
+            return [e for _, body in self._container_messages(src, md_only=True) if might_be_metadata(body)
                     for e in extract_metadata(body)]
         if head[:5] == MAGIC:
             return extract_metadata(src.read())
@@ -645,11 +645,12 @@ class ReplicateAdapter(Adapter):
         return found
 
     def _container_messages(
-        self, src: containers.Source
+        self, src: containers.Source, md_only: bool = False
     ) -> Iterator[tuple[containers.Record | containers.Damage, bytes | None]]:
         """An Avro container's records as the message each holds: Event Hubs Capture `EventData` (Body is the
         message) or `MessageEnvelope` records (what a Kafka-to-storage sink with the Avro format writes); the
-        header's damage or an unknown record shape is one Damage / DecodeError item."""
+        header's damage or an unknown record shape is one Damage / DecodeError item. `md_only`: envelopes that
+        are not MD are not re-encoded (the metadata scan)."""
         avro = containers.AvroFile(src)
         try:
             avro.read_header()
@@ -658,7 +659,7 @@ class ReplicateAdapter(Adapter):
             return
         kind = _container_kind(avro.writer_schema)
         if kind is None:
-            rest = bytes(avro._header_bytes) + src.read(containers.RAW_CAP)
+            rest = bytes(avro.header_bytes) + src.read(containers.RAW_CAP)
             error = DecodeError(
                 "unsupported_format",
                 "an Avro container file whose records have neither a `Body` field (Event Hubs Capture) "
@@ -674,6 +675,8 @@ class ReplicateAdapter(Adapter):
                 item.raw = rec.get("Body")
                 item.value = ("capture", rec.get("SequenceNumber"), rec.get("EnqueuedTimeUtc"))
                 yield item, item.raw
+            elif md_only and item.value.get("type") != "MD":
+                yield item, None
             else:
                 try:
                     item.raw, item.value = envelope_bytes(item.value), ("envelope", None, None)
