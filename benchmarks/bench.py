@@ -9,7 +9,9 @@ Python workers up, then time on the same files and cores:
 - Avro formats: fastavro alone decoding the same files, one process per core;
 - `cdcnorm.apply` on that lake (and how many shuffles its state plan has), and DuckDB running the same
   projection over the lake's Parquet, for context;
-- peak memory (VmHWM) of the Python driver, the JVM and the largest Python worker, per step.
+- peak memory (VmHWM) of the Python driver, the JVM and the largest Python worker, per step;
+- the file readers' memory (benchmarks/memory.py): RSS growth while one process decodes a generated
+  `--memory-mb` file (300 MiB) per container with the adapter's read_file, against the 64 MiB limit.
 
 Usage: python benchmarks/bench.py [--changes 1000000] [--formats datastream-json,datastream-avro] [--work .bench]
 Results are printed and saved as WORK/results/<timestamp>.json. Figures and commands: docs/benchmarks.md.
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import baselines
+import memory as reader_memory
 
 FORMATS = ("datastream-json", "datastream-avro", "replicate-json", "replicate-avro", "replicate-capture",
            "datahub-blob", "datahub-concat", "datahub-tuple")
@@ -258,6 +261,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--skip-apply", action="store_true")
     p.add_argument("--skip-baselines", action="store_true", help="no hand-written/fastavro/DuckDB runs")
     p.add_argument("--keep", action="store_true", help="keep the scratch lakes under WORK/scratch")
+    p.add_argument("--memory-mb", type=int, default=300, help="file size of the reader memory check (0: skip)")
     args = p.parse_args(argv)
     unknown = [f for f in args.formats.split(",") if f not in FORMATS]
     if unknown:
@@ -275,10 +279,14 @@ def main(argv: list[str] | None = None) -> int:
     results = [bench_format(spark, args, vf) for vf in args.formats.split(",")]
     print()
     print(table(results))
+    memory: list[dict[str, Any]] = []
+    if args.memory_mb:
+        print(f"\nreader memory: {args.memory_mb} MiB files, RSS growth limit {reader_memory.LIMIT_MB} MiB", flush=True)
+        memory = reader_memory.run(args.memory_mb, list(reader_memory.CONTAINERS), work)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     path = work / "results" / f"{stamp}.json"
-    path.write_text(json.dumps({"args": vars(args), "cores": os.cpu_count(), "results": results}, indent=2,
-                               default=str) + "\n")
+    path.write_text(json.dumps({"args": vars(args), "cores": os.cpu_count(), "results": results,
+                                "reader_memory": memory}, indent=2, default=str) + "\n")
     print(f"\nresults: {path}")
     spark.stop()
     return 0

@@ -28,9 +28,10 @@ from cdcnorm.adapters.datahub.adapter import (
     source_db_of,
 )
 from cdcnorm.adapters.datahub.ddl import apply_changes, parse_ddl
-from cdcnorm.adapters.datahub.json_stream import JsonObjects
 from cdcnorm.adapters.datahub.tuple_topic import convert, execute_time, parse_tuple_schema
 from cdcnorm.canonical.emit import BatchBuilder
+from cdcnorm.containers import Record, Source, loads_wide_ints
+from cdcnorm.containers.json_records import JsonRecords
 from cdcnorm.errors import DecodeError, UsageError
 from cdcnorm.testing import AdapterContract
 from decoded import changes, outcomes
@@ -219,21 +220,23 @@ def test_event_ids_do_not_depend_on_the_container(documented, tmp_path):
     assert [r["event_id"] for r in changes(read(other))] == [r["event_id"] for r in changes(documented)]
 
 
+def _pieces(data: bytes, chunk: int, max_bytes: int = 1 << 20) -> list:
+    return list(JsonRecords(Source(io.BytesIO(data)), loads_wide_ints, looks_like_record, max_bytes, chunk))
+
+
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64])
 def test_splitter_is_chunk_size_independent(chunk):
     expected = [json.loads(line) for line in DOCUMENTED.read_text().splitlines()]
-    with CONCAT.open("rb") as fh:
-        pieces = list(JsonObjects(fh, looks_like_record, 1 << 20, chunk_size=chunk))
+    pieces = _pieces(CONCAT.read_bytes(), chunk)
     assert [p.value for p in pieces] == expected
     assert pieces[0].offset == 0 and pieces[1].offset == CONCAT.read_bytes().index(b'}{"schema"') + 1
 
 
 @pytest.mark.parametrize("chunk", [1, 5, 64, 1 << 20])
 def test_splitter_resynchronises_after_a_broken_object(chunk):
-    with BROKEN.open("rb") as fh:
-        pieces = list(JsonObjects(fh, looks_like_record, 1 << 20, chunk_size=chunk))
-    assert [p.error is None for p in pieces] == [True, False, True, True, True, True]
-    assert [p.value["payload"]["sequenceId"] for p in pieces if p.error is None] == [
+    pieces = _pieces(BROKEN.read_bytes(), chunk)
+    assert [isinstance(p, Record) for p in pieces] == [True, False, True, True, True, True]
+    assert [p.value["payload"]["sequenceId"] for p in pieces if isinstance(p, Record)] == [
         "1700000000000000400",
         "1700000000000000402",
         "1700000000000000403",
@@ -246,31 +249,28 @@ def test_splitter_resynchronises_after_a_broken_object(chunk):
 def test_json_array_with_a_broken_element():
     lines = DOCUMENTED.read_bytes().splitlines()
     data = b"[" + b",\n".join([lines[0], lines[1][:150], lines[3]]) + b"]"
-    pieces = list(JsonObjects(io.BytesIO(data), looks_like_record, 1 << 20, chunk_size=16))
-    assert [p.error is None for p in pieces] == [True, False, True]
-    assert pieces[1].raw == lines[1][:150] + b",\n"
+    pieces = _pieces(data, 16)
+    assert [isinstance(p, Record) for p in pieces] == [True, False, True]
+    assert pieces[1].raw == lines[1][:150] + b",\n" and pieces[1].error_class == "bad_json"
     assert pieces[2].value["payload"]["op"] == "DELETE"
 
 
 def test_splitter_strings_escapes_and_limits():
     data = (
-        b'\xef\xbb\xbf{"payload":{"op":"INSERT","s":"}{\\"\\\\"}}  \n'
+        b'\xef\xbb\xbf{"payload":{"op":"INSERT","s":"}{\\"\\\\"}}   '
         b'junk{"payload":{"op":"DELETE","pad":"' + b"x" * 3000 + b'"}}'
         b'{"payload":{"op":"X"}}{"payload":'
     )
-    pieces = list(JsonObjects(io.BytesIO(data), looks_like_record, max_object_bytes=1024, chunk_size=5))
+    pieces = _pieces(data, 5, max_bytes=1024)
     assert pieces[0].value == {"payload": {"op": "INSERT", "s": '}{"\\'}}
-    assert (pieces[1].raw, pieces[1].error) == (b"junk", "text outside any JSON object")
+    assert (pieces[1].raw, pieces[1].error_class) == (b"junk", "bad_json")
+    assert "text outside any JSON object" in pieces[1].message
     # an object beyond the size limit is quarantined in bounded pieces, then scanning goes on
-    assert pieces[2].offset == 50 and pieces[2].error.startswith(
-        "the object is larger than max_object_bytes=1024"
-    )
-    assert {p.error for p in pieces[3:5]} == {"text outside any JSON object"}
+    assert pieces[2].offset == 50 and pieces[2].error_class == "json_too_large"
+    assert "larger than max_object_bytes=1024" in pieces[2].message
+    assert {p.error_class for p in pieces[3:5]} == {"bad_json"}
     assert pieces[5].value == {"payload": {"op": "X"}}
-    assert pieces[6].raw == b'{"payload":' and "truncated" in pieces[6].error
-    assert (
-        sum(len(p.raw) for p in pieces) == len(data) - 6
-    )  # every byte but the BOM and blanks is accounted for
+    assert pieces[6].raw == b'{"payload":' and "truncated" in pieces[6].message
 
 
 def test_big_integers_stay_exact():
@@ -661,7 +661,7 @@ def test_tuple_parquet_by_row_group(tmp_path):
 def test_damaged_parquet_is_quarantined(tmp_path):
     path = tmp_path / "x.parquet"
     path.write_bytes(b"PAR1 not really")
-    assert outcomes(read(path)) == [("quarantine", "bad_parquet")]
+    assert outcomes(read(path)) == [("quarantine", "corrupt_parquet")]
 
 
 @pytest.mark.parametrize(

@@ -393,7 +393,7 @@ def test_broken_json_line_is_quarantined_and_the_rest_continues():
     assert [var(r["key"])["id"] for r in changes(rows)] == [1, 2]
     (q,) = quarantined(rows)
     assert q["_rule"] == "bad_json" and q["_raw"] == bad
-    assert "line 2 of dir/f.jsonl" in q["_message"] and q["origin"]["index"] == 1
+    assert "dir/f.jsonl: line 2 (byte" in q["_message"] and q["origin"]["index"] == 1
 
 
 @pytest.mark.parametrize(("event", "field"), [
@@ -696,16 +696,17 @@ def _leaves(o):
 
 
 def test_json_array_streams_across_chunk_boundaries():
-    from cdcnorm.adapters.datastream.adapter import _iter_json_array
+    from cdcnorm.containers import Damage, JsonRecords, Source
 
     events = [mysql("INSERT", {"id": i, "p": "P"}, pos=i) for i in range(5)]
     text = json.dumps(events, indent=1).replace('"P"', "12.50").encode()
-    got = list(_iter_json_array(io.BytesIO(text), chunk=7))
-    assert [i for i, _, _ in got] == [0, 1, 2, 3, 4]
-    assert [v["payload"] for _, _, v in got] == [{"id": i, "p": Decimal("12.50")} for i in range(5)]
-    assert json.loads(got[2][1]) == json.loads(json.dumps(events[2]).replace('"P"', "12.50"))
-    broken = list(_iter_json_array(io.BytesIO(text[:-40]), chunk=7))
-    assert [i for i, _, _ in broken] == [0, 1, 2, 3, 4] and isinstance(broken[-1][2], ValueError)
+    got = list(JsonRecords(Source(io.BytesIO(text)), chunk_size=7))
+    assert [r.index for r in got] == [0, 1, 2, 3, 4]
+    assert [r.value["payload"] for r in got] == [{"id": i, "p": Decimal("12.50")} for i in range(5)]
+    assert json.loads(got[2].raw) == json.loads(json.dumps(events[2]).replace('"P"', "12.50"))
+    broken = list(JsonRecords(Source(io.BytesIO(text[:-40])), accept=lambda v: "read_method" in v, chunk_size=7))
+    assert [r.index for r in broken] == [0, 1, 2, 3, 4] and isinstance(broken[-1], Damage)
+    assert broken[-1].error_class == "bad_json"
 
 
 def test_truncated_gzip_keeps_the_lines_before_the_break():
@@ -715,7 +716,8 @@ def test_truncated_gzip_keeps_the_lines_before_the_break():
     got = changes(rows)
     assert 0 < len(got) < 40 and [var(r["key"])["id"] for r in got] == list(range(len(got)))
     (q,) = quarantined(rows)
-    assert q["_rule"] == "truncated_gzip" and f"after line {len(got)}" in q["_message"]
+    assert q["_rule"] == "truncated_gzip" and "the records before byte" in q["_message"]
+    assert q["origin"]["index"] == len(got) and data.splitlines()[len(got)].startswith(q["_raw"])
 
 
 def test_real_file_handles_with_short_reads(tmp_path):

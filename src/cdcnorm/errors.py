@@ -21,14 +21,16 @@ class UsageError(CdcError):
 
 
 class DecodeError(CdcError):
-    """A record could not be decoded; carries a stable `error_class` tag for the quarantine."""
+    """A record could not be decoded; carries a stable `error_class` tag for the quarantine, and the bytes to
+    keep when they are not the record's own raw bytes (e.g. an Avro record shown as JSON)."""
 
-    def __init__(self, error_class: str, message: str):
+    def __init__(self, error_class: str, message: str, raw: bytes | None = None):
         super().__init__(message)
         self.error_class = error_class
+        self.raw = raw
 
     def __reduce__(self):
-        return (type(self), (self.error_class, self.message))
+        return (type(self), (self.error_class, self.message, self.raw))
 
 
 class LakeError(CdcError):

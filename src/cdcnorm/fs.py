@@ -96,8 +96,9 @@ def _list_hadoop(spark: SparkSession, path: str) -> list[tuple[str, int]]:
     return out
 
 
-def open_input(path: str) -> IO[bytes]:
-    """Open an input file for streaming on an executor; gzip is undone transparently (by magic bytes)."""
+def open_input(path: str, decompress: bool = True) -> IO[bytes]:
+    """Open an input file for streaming on an executor; gzip is undone transparently (by magic bytes) unless
+    `decompress` is False: the decode pass leaves it to the container tier, which recovers from a cut stream."""
     if is_local(path):
         fh: IO[bytes] = open(local_path(path), "rb")  # noqa: SIM115 - returned to the caller
     else:
@@ -108,6 +109,8 @@ def open_input(path: str) -> IO[bytes]:
                 f"Reading {path} on executors needs fsspec and its file-system package (e.g. gcsfs, s3fs)."
             ) from exc
         fh = fsspec.open(path, "rb").open()
+    if not decompress:
+        return fh
     head = fh.peek(2)[:2] if hasattr(fh, "peek") else b""
     if head == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=fh)  # type: ignore[return-value]

@@ -127,8 +127,10 @@ class _FileDecoder:
 
 
 def _decode_one_file(adapter: Adapter, path: str, out: BatchBuilder) -> Iterator[pa.RecordBatch]:
+    """Stream one file through the adapter (which reads it with the container tier, gzip included); an
+    exception the container tier did not turn into a quarantine row quarantines the rest of the file."""
     try:
-        with open_input(path) as fh:
+        with open_input(path, decompress=False) as fh:
             for _ in adapter.read_file(path, fh, out):
                 if len(out) >= BATCH_ROWS:
                     yield out.flush()
@@ -169,7 +171,8 @@ class _MessageDecoder:
                 try:
                     adapter.decode_message(value, meta, out)
                 except Exception as exc:
-                    out.quarantine(_error_class(exc), _message(exc, "while decoding this message"))
+                    out.quarantine(_error_class(exc), _message(exc, "while decoding this message"),
+                                   raw=exc.raw if isinstance(exc, DecodeError) else None)
                 out.end_record()
                 if len(out) >= BATCH_ROWS:
                     yield out.flush()

@@ -8,7 +8,16 @@ from __future__ import annotations
 import re
 import sys
 
-from cdcnorm.canonical.schema import COLUMNS, FLAGS, OPS, QUARANTINE_COLUMNS, SCHEMA_VERSION_COLUMNS, Column
+from cdcnorm.canonical.schema import (
+    COLUMNS,
+    FLAGS,
+    OPS,
+    QUARANTINE_COLUMNS,
+    RECORD_ERRORS,
+    SCHEMA_VERSION_COLUMNS,
+    Column,
+)
+from cdcnorm.containers.errors import CONTAINER_ERRORS
 
 
 def _table(columns: tuple[Column, ...]) -> str:
@@ -40,6 +49,10 @@ def sections() -> dict[str, str]:
         "ops": ", ".join(f"`{o}`" for o in OPS),
         "quarantine": _table(QUARANTINE_COLUMNS),
         "schemas": _table(SCHEMA_VERSION_COLUMNS),
+        "container_errors": "\n".join(["| error class | meaning |", "|---|---|",
+                                        *[f"| `{k}` | {v} |" for k, v in CONTAINER_ERRORS.items()]]),
+        "record_errors": "\n".join(["| error class | meaning |", "|---|---|",
+                                     *[f"| `{k}` | {v} |" for k, v in RECORD_ERRORS.items()]]),
     }
 
 

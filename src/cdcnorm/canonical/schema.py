@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from pyspark.sql import types as T
 
+from cdcnorm.containers.errors import CONTAINER_ERRORS
+
 CANONICAL_VERSION = "1"
 
 OPS: tuple[str, ...] = (
@@ -42,19 +44,8 @@ FLAGS: dict[str, str] = {
 }
 """Named conditions a row can carry in `flags`."""
 
-ERROR_CLASSES: dict[str, str] = {
-    # container damage (the shared container tier will own these; see docs/canonical.md)
-    "bad_avro": "an Avro container file cannot be read (header or block damaged)",
-    "corrupt_avro": "an Avro block's data is damaged (the blocks before it were decoded)",
-    "truncated_avro": "an Avro container file ends inside a block",
-    "bad_parquet": "a Parquet file cannot be read",
-    "corrupt_parquet": "a Parquet file's data is damaged",
-    "truncated_gzip": "a gzip stream ends early (the records before the damage were decoded)",
-    "bad_csv": "a CSV record cannot be parsed",
-    "bad_encoding": "text that is not valid UTF-8",
-    "bad_json": "a JSON document or line that does not parse",
+RECORD_ERRORS: dict[str, str] = {
     # not this vendor's output
-    "unknown_format": "a file or message that is not any format of the adapter's vendor",
     "unsupported_format": "the vendor's container, but a variant of it the adapter does not read",
     "not_datastream_avro": "an Avro file whose schema is not Datastream's",
     "gcs_notification": "a Cloud Storage notification, not a change record",
@@ -84,8 +75,11 @@ ERROR_CLASSES: dict[str, str] = {
     "adapter_error": "an unexpected error in the adapter (a cdcnorm bug: report it with the message)",
     "no_outcome": "the adapter produced no row for a record (a cdcnorm bug: report it)",
 }
-"""Quarantine error classes (`error_class`). Provisional: the container tier's vocabulary will replace the
-container-damage part; the contract suite checks every quarantined record against this table."""
+"""Record-level reasons: a record the container delimited, but whose vendor content cannot be decoded."""
+
+ERROR_CLASSES: dict[str, str] = {**CONTAINER_ERRORS, **RECORD_ERRORS}
+"""Every quarantine `error_class`: container damage (shared by all vendors, `cdcnorm.containers`) and record-level
+reasons; the contract suite checks every quarantined record against this table, docs/canonical.md lists both."""
 
 DDL_CHANGE = T.StructType(
     [

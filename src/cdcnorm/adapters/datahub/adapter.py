@@ -39,11 +39,11 @@ from pydantic import Field, field_validator
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from cdcnorm import containers
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
 from cdcnorm.adapters.datahub import SPEC
 from cdcnorm.adapters.datahub import tuple_topic as tup
 from cdcnorm.adapters.datahub.ddl import apply_changes, parse_ddl
-from cdcnorm.adapters.datahub.json_stream import JsonObjects, parse_json
 from cdcnorm.canonical import tuple_codec
 from cdcnorm.canonical.emit import KIND_CHANGE, BatchBuilder, decoded_schema, event_id_of
 from cdcnorm.canonical.emit import Bookkeeping as B
@@ -373,25 +373,6 @@ def _format_of(value: Any) -> str:
     return FMT_TUPLE if isinstance(value, dict) and tup.OP_COLUMN in value else FMT_BLOB
 
 
-class _Prefixed(io.RawIOBase):
-    """A stream that first replays bytes already read (to sniff the container) then the rest of a file."""
-
-    def __init__(self, head: bytes, fh: IO[bytes]):
-        self._head, self._fh = head, fh
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        if self._head:
-            n = min(len(b), len(self._head))
-            b[:n], self._head = self._head[:n], self._head[n:]
-            return n
-        data = self._fh.read(len(b))
-        b[: len(data)] = data
-        return len(data)
-
-
 class DataHubAdapter(Adapter):
     """DataWorks → DataHub BLOB JSON messages and TUPLE rows (CSV, JSON lines, Parquet)."""
 
@@ -419,48 +400,43 @@ class DataHubAdapter(Adapter):
 
     # -- files ----------------------------------------------------------------------------------------------
     def read_file(self, path: str, fh: IO[bytes], out: BatchBuilder) -> Iterator[None]:
-        """Decode one file: JSON objects (Blob or TUPLE rows), TUPLE CSV or TUPLE Parquet."""
+        """Decode one file: JSON objects (Blob or TUPLE rows), TUPLE CSV or TUPLE Parquet (any of them gzipped)."""
         where = self._where(path, None, None)
-        kind, fh = self._container(path, fh)
+        src = containers.open_source(fh)
+        kind = self._container(path, src)
         if kind == "parquet":
-            yield from self._read_parquet(path, fh, where, out)
+            yield from self._read_parquet(path, src, where, out)
         elif kind == "csv":
-            yield from self._read_csv(path, fh, where, out)
+            yield from self._read_csv(path, src, where, out)
         else:
-            yield from self._read_json(path, fh, where, out)
+            yield from self._read_json(path, src, where, out)
 
-    def _container(self, path: str, fh: IO[bytes]) -> tuple[str, IO[bytes]]:
+    def _container(self, path: str, src: containers.Source) -> str:
         fmt = self.options.input_format
         if fmt != "auto":
-            return fmt, fh
-        if fh.seekable():
-            start = fh.tell()
-            head = fh.read(4096)
-            fh.seek(start)
-        else:
-            head = fh.read(4096)
-            fh = io.BufferedReader(_Prefixed(head, fh))
+            return fmt
+        head = src.peek(4096)
         name = path.lower().removesuffix(".gz")
         stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-        if head.startswith(b"PAR1") or name.endswith(".parquet"):
-            return "parquet", fh
+        if head.startswith(containers.PARQUET_MAGIC) or name.endswith(".parquet"):
+            return "parquet"
         if name.endswith((".json", ".jsonl", ".ndjson")):
-            return "json", fh
+            return "json"
         if name.endswith(".csv") or (stripped and stripped[:1] not in (b"{", b"[")):
-            return "csv", fh
-        return "json", fh
+            return "csv"
+        return "json"
 
-    def _read_json(self, path: str, fh: IO[bytes], where: _Where, out: BatchBuilder) -> Iterator[None]:
-        for index, piece in enumerate(JsonObjects(fh, looks_like_record, self.options.max_object_bytes)):
-            out.begin_record(path, index, offset=str(piece.offset), raw=piece.raw)
-            out.set_context(VENDOR, _format_of(piece.value))
-            if piece.error is not None:
-                out.quarantine(
-                    "bad_json", f"{piece.error}. The bytes are kept here; repair or re-export them."
-                )
-            else:
-                self._guarded(out, lambda p=piece: self._decode_object(p.value, p.raw, where))
-            yield
+    def _read_json(self, path: str, src: containers.Source, where: _Where, out: BatchBuilder) -> Iterator[None]:
+        reader = containers.JsonRecords(src, containers.loads_wide_ints, looks_like_record,
+                                        self.options.max_object_bytes)
+
+        def with_context() -> Iterator[containers.Record | containers.Damage]:
+            for item in reader:
+                out.set_context(VENDOR, _format_of(item.value) if isinstance(item, containers.Record) else FMT_BLOB)
+                yield item
+
+        yield from containers.each_record(
+            path, with_context(), out, lambda rec: self._guarded(out, lambda: self._decode_object(rec.value, rec.raw, where)))
 
     def _read_csv(self, path: str, fh: IO[bytes], where: _Where, out: BatchBuilder) -> Iterator[None]:
         out.set_context(VENDOR, FMT_TUPLE)
@@ -485,38 +461,19 @@ class DataHubAdapter(Adapter):
             )
         return self._tuple(values, where, fields, [])
 
-    def _read_parquet(self, path: str, fh: IO[bytes], where: _Where, out: BatchBuilder) -> Iterator[None]:
-        import pyarrow.parquet as pq
-
+    def _read_parquet(self, path: str, src: containers.Source, where: _Where, out: BatchBuilder) -> Iterator[None]:
         out.set_context(VENDOR, FMT_TUPLE)
-        try:
-            pf = pq.ParquetFile(fh if fh.seekable() else io.BytesIO(fh.read()))
-            arrow_fields = self._parquet_fields(pf.schema_arrow)
-        except Exception as exc:  # noqa: BLE001 - any reader failure is a damaged file, not a crash
-            out.begin_record(path, 0)
-            out.quarantine("bad_parquet", f"not a readable Parquet file ({exc}); check the export")
-            yield
-            return
-        fields = self._tuple_fields(self.options.table, where.table, where.topic) or arrow_fields
-        index = 0
-        for rg in range(pf.num_row_groups):
-            try:
-                rows = pf.read_row_group(rg).to_pylist()
-            except Exception as exc:  # noqa: BLE001
-                out.begin_record(path, index, offset=f"row group {rg}")
-                out.quarantine("bad_parquet", f"row group {rg} is unreadable ({exc})")
-                index += 1
-                yield
-                continue
-            for n, row in enumerate(rows):
-                out.begin_record(path, index, offset=f"{rg}:{n}")
-                self._guarded(
-                    out,
-                    lambda r=row: self._tuple(r, where, fields, []),
-                    raw=lambda r=row: orjson.dumps(r, default=str),
-                )
-                index += 1
-                yield
+        rows = containers.ParquetRows(src)
+        named = self._tuple_fields(self.options.table, where.table, where.topic)
+        fields: list[tuple | None] = [named]
+
+        def decode(rec: containers.Record) -> None:
+            if fields[0] is None:
+                fields[0] = self._parquet_fields(rows.schema_arrow)
+            self._guarded(out, lambda: self._tuple(rec.value, where, fields[0], []),
+                          raw=lambda: orjson.dumps(rec.value, default=str))
+
+        yield from containers.each_record(path, rows, out, decode)
 
     @staticmethod
     def _parquet_fields(schema: Any) -> tuple[tup.TupleField, ...]:
@@ -539,7 +496,7 @@ class DataHubAdapter(Adapter):
             self._decode_csv_message(bytes(value), where, out)
             return
         try:
-            obj = parse_json(bytes(value))
+            obj = containers.loads_wide_ints(bytes(value))
         except ValueError as exc:
             out.quarantine("bad_json", f"the message is not UTF-8 JSON ({exc})")
             return

@@ -20,6 +20,7 @@ from typing import IO, Any
 
 import orjson
 
+from cdcnorm.containers import Damage, Source, as_source, csv_records
 from cdcnorm.errors import DecodeError
 
 SEQ_COLUMNS = ("_sequence_id_", "_log_file_name_offset_")
@@ -323,39 +324,27 @@ def is_header(cells: Sequence[str]) -> bool:
     return any(c.strip() in META_COLUMNS for c in cells)
 
 
-def iter_csv(fh: IO[bytes], names: Sequence[str] | None, header: str) -> Iterator[CsvRow]:
-    """Stream CSV records of a TUPLE export (comma separated, one record per line, RFC 4180 quoting).
+def iter_csv(fh: IO[bytes] | Source, names: Sequence[str] | None, header: str) -> Iterator[CsvRow]:
+    """TUPLE records of a CSV export (split by :func:`cdcnorm.containers.csv_records`, streamed).
 
     Field names come from a header line (header="auto" detects one by the meta column names, "yes" forces
     it) or from `names` (the topic schema). Undecodable bytes and wrong field counts are per-row errors.
     """
-    text = io.TextIOWrapper(fh, encoding="utf-8-sig", errors="surrogateescape", newline="")
-    try:
-        yield from _csv_rows(csv.reader(text), names, header)
-    finally:
-        text.detach()  # the caller owns (and closes) the binary file
-
-
-def _csv_rows(reader: Any, names: Sequence[str] | None, header: str) -> Iterator[CsvRow]:
     cols = list(names) if names is not None else None
     header_cells: list[str] | None = None
     first = True
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            yield CsvRow(reader.line_num, b"", error=DecodeError("bad_csv", f"unreadable CSV record: {exc}"))
+    for item in csv_records(as_source(fh)):
+        line = int(str(item.offset).removeprefix("line "))
+        if isinstance(item, Damage):
+            yield CsvRow(line, item.raw or b"", error=DecodeError(item.error_class, item.message))
             continue
-        if not cells:  # a blank line is not a record
-            continue
+        cells = item.value
         if first and (header == "yes" or (header == "auto" and is_header(cells))):
             first, header_cells = False, cells
             cols = [c.strip() for c in cells]
             continue
         first = False
-        yield _csv_row(reader.line_num, cells, cols, header_cells)
+        yield _csv_row(line, cells, cols, header_cells)
 
 
 def _csv_row(line: int, cells: list[str], cols: list[str] | None, header: list[str] | None) -> CsvRow:

@@ -36,19 +36,17 @@ payloads carry no types: numbers become int or exact Decimal (see :func:`loads_e
 timestamps, stay strings (only the envelope's read/source timestamps are parsed, in every observed form). MySQL
 binary columns are hex strings in both formats, indistinguishable from text: the `binary_columns` option names
 the ones to turn into bytes. Records that are not Datastream events are quarantined with a reason:
-`bad_json`, `bad_event` (which field), `unknown_op`, `bad_hex`, `bad_value`, `gcs_notification` (a Cloud
-Storage notification, not data), `unknown_format`, `truncated_avro`/`corrupt_avro` (the damaged rest of a file
-as one record), `truncated_gzip`, `corrupt_parquet`. Documentation and code files next to the data (`.md`, `.py`, ...) are
-not read: the pipeline counts them as skipped objects (`not_data_file`).
+`bad_event` (which field), `unknown_op`, `bad_hex`, `bad_value`, `gcs_notification` (a Cloud Storage
+notification, not data), `unknown_format`, and the container damage of :mod:`cdcnorm.containers` (`bad_json`,
+`truncated_avro`/`corrupt_avro` per damaged block, `truncated_gzip`/`corrupt_gzip`, `corrupt_parquet`).
+Documentation and code files next to the data (`.md`, `.py`, ...) are not read: the pipeline counts them as
+skipped objects (`not_data_file`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
-import json
 import re
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -59,12 +57,15 @@ from pydantic import Field
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from cdcnorm import containers
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
 from cdcnorm.adapters.datastream import SPEC
 from cdcnorm.adapters.datastream import types as dtypes
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion
+from cdcnorm.containers import Damage, Record, loads_exact
+from cdcnorm.errors import DecodeError
 
 VENDOR = SPEC.name
 FMT_JSON, FMT_AVRO, FMT_BIGQUERY = SPEC.formats
@@ -87,8 +88,6 @@ OPS = {
 
 _RANK = {"UPDATE-DELETE": 0}
 _BIN_SUFFIX = re.compile(r"(\d+)\s*$")
-_AVRO_MAGIC, _GZIP_MAGIC, _PARQUET_MAGIC = b"Obj\x01", b"\x1f\x8b", b"PAR1"
-_QUARANTINE_CAP = 16 * 1024 * 1024
 
 
 class DatastreamOptions(AdapterOptions):
@@ -260,32 +259,6 @@ def _key_of(payload: dict, pks: list[str] | None) -> dict | None:
     return key
 
 
-def loads_exact(data: bytes | str) -> Any:
-    """Parse JSON with exact numbers: orjson, then - only when it produced a float (a non-integer, or an integer
-    beyond 64 bits) - again with `json.loads(parse_float=Decimal)`. Measured on the real 866-byte PostgreSQL lines:
-    orjson ~4 us, the float check ~7 us, the exact re-parse ~20 us (only for lines holding such numbers)."""
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:  # e.g. NaN/Infinity, which only the standard parser accepts
-        return _loads_decimal(data)
-    if dtypes.has_float(obj):
-        return _loads_decimal(data)
-    return obj
-
-
-_EXACT_JSON = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
-
-
-def _loads_decimal(data: bytes | str) -> Any:
-    """`json.loads(data, parse_float=Decimal, parse_constant=Decimal)` with one decoder reused: json.loads builds
-    a new JSONDecoder per call when given hooks (a measurable share of a line's cost)."""
-    if isinstance(data, bytes | bytearray):
-        return _EXACT_JSON.decode(data.decode(json.detect_encoding(data), "surrogatepass"))
-    if isinstance(data, str) and not data.startswith("\ufeff"):
-        return _EXACT_JSON.decode(data)
-    return json.loads(data, parse_float=Decimal, parse_constant=Decimal)  # its own errors for odd input
-
-
 # -- per-file state -------------------------------------------------------------------------------------------
 @dataclass
 class _FileState:
@@ -296,61 +269,6 @@ class _FileState:
     seen_schemas: set = field(default_factory=set)
     avro_fields: list[tuple[str, dtypes.FieldType]] | None = None
     avro_schema_id: str | None = None
-
-
-class _Counting:
-    """A read-only stream that counts its position (Avro block offsets for the quarantine)."""
-
-    def __init__(self, fh: IO[bytes]):
-        self.fh, self.pos = fh, 0
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.fh.read(n)
-        self.pos += len(data)
-        return data
-
-
-def _read_long(r: _Counting, at_start: bool = False) -> int | None:
-    """Avro zigzag varint; None when the stream ends cleanly before the first byte (at_start)."""
-    shift = acc = 0
-    while True:
-        b = r.read(1)
-        if not b:
-            if at_start and shift == 0:
-                return None
-            raise EOFError("the file ends inside a block header")
-        acc |= (b[0] & 0x7F) << shift
-        if not b[0] & 0x80:
-            return (acc >> 1) ^ -(acc & 1)
-        shift += 7
-
-
-def _read_avro_bytes(r: _Counting) -> bytes:
-    n = _read_long(r)
-    data = r.read(n or 0)
-    if len(data) < (n or 0):
-        raise EOFError("the file ends inside the header")
-    return data
-
-
-def _decompress(codec: str, data: bytes) -> bytes:
-    if codec == "null":
-        return data
-    if codec == "deflate":
-        return zlib.decompressobj(-15).decompress(data)
-    if codec == "bzip2":
-        import bz2
-
-        return bz2.decompress(data)
-    if codec == "xz":
-        import lzma
-
-        return lzma.decompress(data)
-    if codec == "snappy":
-        from cramjam import snappy  # type: ignore[import-not-found]
-
-        return bytes(snappy.decompress_raw(data[:-4]))
-    raise ValueError(f"unsupported Avro codec {codec!r}")
 
 
 # -- the adapter ----------------------------------------------------------------------------------------------
@@ -367,12 +285,11 @@ class DatastreamAdapter(Adapter):
     @classmethod
     def sniff(cls, path: str | None, head: bytes) -> bool:
         """Avro whose header schema names source_metadata/read_method/stream_name, or a JSON Datastream event."""
-        if head[:2] == _GZIP_MAGIC:
-            try:
-                head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 1 << 20)
-            except zlib.error:
-                return False
-        if head[:4] == _AVRO_MAGIC:
+        inflated = containers.inflated_head(head)
+        if inflated is None:
+            return False
+        head = inflated
+        if head[:4] == containers.AVRO_MAGIC:
             return (b"source_metadata" in head and (b"read_method" in head or b"stream_name" in head)) or (
                 b"datastream_metadata" in head
             )
@@ -387,113 +304,82 @@ class DatastreamAdapter(Adapter):
 
     # -- files ------------------------------------------------------------------------------------------------
     def read_file(self, path: str, fh: IO[bytes], out: BatchBuilder) -> Iterator[None]:
-        """Decode one file: Avro, Parquet (BigQuery export), JSON Lines (also gzip) or a JSON array."""
-        head = fh.read(4)
-        stream = _Prefixed(head, fh)
-        if head[:2] == _GZIP_MAGIC:
-            import gzip
-
-            gz = gzip.GzipFile(fileobj=stream)  # type: ignore[arg-type]
-            yield from self.read_file(path, gz, out)  # type: ignore[arg-type]
-            return
-        if head == _AVRO_MAGIC:
+        """Decode one file: Avro, Parquet (BigQuery export), JSON Lines or a JSON array (any of them gzipped)."""
+        src = containers.open_source(fh)
+        kind = containers.container_of(src)
+        if kind == "avro":
             out.set_context(VENDOR, FMT_AVRO)
-            yield from self._read_avro(path, stream, out)
+            yield from self._read_avro(path, src, out)
             return
-        if head == _PARQUET_MAGIC:
+        if kind == "parquet":
             out.set_context(VENDOR, FMT_BIGQUERY)
-            yield from self._read_parquet(path, stream, fh, out)
+            state = _FileState(path, fmt=FMT_BIGQUERY)
+            yield from containers.each_record(
+                path, containers.parquet_rows(src), out,
+                lambda rec: self._decode_obj(rec.value, f"row {rec.index} of {path}", state, out, None),
+                origin=lambda item: {"index": item.index, "raw": item.raw if isinstance(item, Damage) else None})
             return
         out.set_context(VENDOR, FMT_JSON)
-        probe = head
-        while not probe.lstrip() and len(probe) < 1 << 16:  # find the first non-blank byte
-            more = fh.read(4096)
-            if not more:
-                return  # empty or whitespace-only: no records
-            probe += more
-        first = probe.lstrip()[:1]
-        buffered = io.BufferedReader(_Prefixed(probe, fh), 1 << 16)  # type: ignore[arg-type]
-        if first == b"[":
-            yield from self._read_json_values(path, buffered, out)
-        elif first == b"{":
-            yield from self._read_json_lines(path, buffered, out)
-        else:
+        if kind == "json":
+            yield from self._read_json(path, src, out)
+        elif kind == "other":
+            d = containers.unknown_format(src, "")
             out.begin_record(path, 0, offset="0")
-            rest = buffered.read(_QUARANTINE_CAP)
             out.quarantine(
                 "unknown_format",
-                f"{path} is neither Avro, Parquet nor JSON (starts with {rest[:16]!r}); it is not Datastream output "
-                "- remove it from the input" + (" (raw holds its first 16 MiB)" if len(rest) == _QUARANTINE_CAP else ""),
-                raw=rest,
+                f"{path} is neither Avro, Parquet nor JSON (starts with {d.raw[:16]!r}); it is not Datastream output "
+                "- remove it from the input" + (" (raw holds its first 16 MiB)" if d.message else ""),
+                raw=d.raw,
             )
             yield
 
     # -- JSON ---------------------------------------------------------------------------------------------------
-    def _read_json_lines(self, path: str, fh: IO[bytes], out: BatchBuilder) -> Iterator[None]:
+    def _read_json(self, path: str, src: containers.Source, out: BatchBuilder) -> Iterator[None]:
+        """JSON lines (a line is a record) or a JSON array (an element is a record), streamed, exact decimals."""
         state = _FileState(path)
-        lines = iter(fh)
-        lineno, offset = -1, 0
-        while True:
-            try:
-                line = next(lines)
-            except StopIteration:
-                return
-            except (EOFError, OSError, zlib.error) as exc:  # a truncated or damaged gzip stream
-                out.begin_record(path, lineno + 1, offset=str(offset))
-                out.quarantine("truncated_gzip", f"{path}: the compressed stream breaks after line {lineno + 1} "
-                               f"({exc}); the lines before it were decoded - re-copy the file and re-run")
-                yield
-                return
-            lineno += 1
-            start, offset = offset, offset + len(line)
-            data = line.rstrip(b"\r\n")
-            if not data.strip():
-                continue  # blank lines are not records
-            out.begin_record(path, lineno, offset=str(start), raw=data)
-            self._decode_json(data, f"line {lineno + 1} of {path}", state, out)
-            yield
+        reader = containers.JsonRecords(src, containers.loads_exact, accept=_looks_like_event)
 
-    def _read_json_values(self, path: str, fh: IO[bytes], out: BatchBuilder) -> Iterator[None]:
-        """A JSON array of events, streamed element by element (exact decimals)."""
-        state = _FileState(path)
-        for index, raw, value in _iter_json_array(fh):
-            out.begin_record(path, index, raw=raw)
-            if isinstance(value, Exception):
-                out.quarantine("bad_json", f"element {index} of the JSON array in {path} is not valid JSON "
-                               f"({value}); raw holds the rest of the file from that element")
-            else:
-                self._decode_obj(value, f"element {index} of {path}", state, out, raw)
-            yield
+        def origin(item: Record | Damage) -> dict:
+            if reader.array:
+                return {"index": item.index, "raw": item.raw}
+            index = reader.line_of(item) if reader.lines_mode else item.index
+            return {"index": index, "offset": str(item.offset), "raw": item.raw}
+
+        def decode(rec: Record) -> None:
+            where = (f"line {reader.line_of(rec) + 1} of {path}" if reader.lines_mode
+                     else f"element {rec.index} of {path}" if reader.array else f"object {rec.index} of {path}")
+            self._decode_obj(rec.value, where, state, out, rec.raw)
+
+        yield from containers.each_record(path, reader, out, decode, origin)
 
     def decode_message(self, value: bytes | None, meta: MessageMeta, out: BatchBuilder) -> None:
         """One JSON event (or BigQuery row) per Pub/Sub or Kafka message."""
         out.set_context(VENDOR, FMT_JSON)
         state = self.__dict__.setdefault("_message_state", _FileState(None))
         where = f"message {meta.topic or ''}[{meta.partition or ''}]@{meta.offset or ''}"
-        if not value or not value.strip():
-            out.quarantine("bad_event", f"{where} is empty; a Datastream message holds one JSON event")
-            return
-        self._decode_json(bytes(value), where, state, out)
+        try:
+            if not value or not value.strip():
+                raise DecodeError("bad_event", f"{where} is empty; a Datastream message holds one JSON event")
+            self._decode_json(bytes(value), where, state, out)
+        except DecodeError as exc:  # the per-record decoders raise; a message is one record
+            out.quarantine(exc.error_class, exc.message, raw=exc.raw)
 
     def _decode_json(self, data: bytes, where: str, state: _FileState, out: BatchBuilder) -> None:
         try:
             obj = loads_exact(data)
         except ValueError as exc:
-            out.quarantine("bad_json", f"{where} is not valid JSON ({exc}); fix or drop it and re-run")
-            return
+            raise DecodeError("bad_json", f"{where} is not valid JSON ({exc}); fix or drop it and re-run") from None
         self._decode_obj(obj, where, state, out, data)
 
     def _decode_obj(self, obj: Any, where: str, state: _FileState, out: BatchBuilder, raw: bytes | None) -> None:
         if not isinstance(obj, dict):
-            out.quarantine("bad_event", f"{where} is a JSON {type(obj).__name__}, not an event object", raw=raw)
-            return
+            raise DecodeError("bad_event", f"{where} is a JSON {type(obj).__name__}, not an event object", raw=raw)
         if obj.get("kind") == "storage#object":
-            out.quarantine(
+            raise DecodeError(
                 "gcs_notification",
                 f"{where} is a Cloud Storage object notification for gs://{obj.get('bucket')}/{obj.get('name')} "
                 f"(size {obj.get('size')}), not a Datastream event: normalize the object it names instead "
                 "(zero-byte folder objects hold nothing)", raw=raw)
-            return
         meta_key = next((k for k in obj if k.lower() == "datastream_metadata"), None)
         if meta_key is not None and "source_metadata" not in obj:
             state.fmt = FMT_BIGQUERY
@@ -503,114 +389,26 @@ class DatastreamAdapter(Adapter):
         self._event(obj, where, state, out, raw)
 
     # -- Avro ---------------------------------------------------------------------------------------------------
-    def _read_avro(self, path: str, fh: IO[bytes], out: BatchBuilder) -> Iterator[None]:
-        import fastavro
-
-        r = _Counting(fh)
+    def _read_avro(self, path: str, src: containers.Source, out: BatchBuilder) -> Iterator[None]:
+        avro = containers.AvroFile(src, prepare_schema=dtypes.strip_logical_types)
         try:
-            if r.read(4) != _AVRO_MAGIC:
-                raise ValueError("no Avro magic")
-            meta = {}
-            while True:
-                n = _read_long(r)
-                if not n:
-                    break
-                if n < 0:
-                    n = -n
-                    _read_long(r)
-                for _ in range(n):
-                    k = _read_avro_bytes(r).decode()
-                    meta[k] = _read_avro_bytes(r)
-            sync = r.read(16)
-            if len(sync) < 16:
-                raise EOFError("the file ends inside the header")
-            writer = json.loads(meta["avro.schema"])
-            codec = meta.get("avro.codec", b"null").decode() or "null"
-            parsed = fastavro.parse_schema(dtypes.strip_logical_types(writer))
-        except Exception as exc:  # noqa: BLE001 - any header damage: the whole file is one quarantine record
-            raw = self._rest(fh, 0)
-            out.begin_record(path, 0, offset="0")
-            out.quarantine("truncated_avro" if isinstance(exc, EOFError) else "corrupt_avro",
-                           f"{path}: the Avro header cannot be read ({exc}); no record was decoded - re-copy the file",
-                           raw=raw)
-            yield
+            avro.read_header()
+        except containers.AvroHeaderError as exc:
+            yield from containers.each_record(path, [avro.header_damage(exc)], out, _never)
             return
         state = _FileState(path, fmt=FMT_AVRO)
-        converters = self._avro_converters(writer, state)
+        converters = self._avro_converters(avro.writer_schema, state)
         if converters is None:
             out.begin_record(path, 0, offset="0")
             out.quarantine("not_datastream_avro", f"{path} is an Avro file without Datastream's source_metadata/"
                            "payload (or a BigQuery datastream_metadata) fields; it is not Datastream output")
             yield
             return
-        index = 0
-        while True:
-            block_offset = r.pos
-            try:
-                count = _read_long(r, at_start=True)
-                if count is None:
-                    return
-                size = _read_long(r)
-                assert size is not None
-            except EOFError as exc:
-                yield from self._avro_damage(path, fh, block_offset, index, "truncated_avro", str(exc), out)
-                return
-            data = r.read(size)
-            trailer = r.read(16)
-            truncated = len(data) < size or len(trailer) < 16
-            if not truncated and trailer != sync:
-                yield from self._avro_damage(path, fh, block_offset, index, "corrupt_avro",
-                                             "the block's sync marker does not match the header's", out)
-                return
-            records, error = self._decode_block(codec, data, count, parsed, truncated)
-            for rec in records:
-                out.begin_record(path, index, offset=str(block_offset))
-                self._avro_record(rec, path, index, converters, state, out)
-                index += 1
-                yield
-            if truncated or error:
-                kind = "truncated_avro" if truncated else "corrupt_avro"
-                why = (f"the file ends inside the block at byte {block_offset} ({len(records)} of {count} records "
-                       "recovered)") if truncated else f"record {index} cannot be decoded ({error})"
-                yield from self._avro_damage(path, fh, block_offset, index, kind, why, out)
-                return
-
-    @staticmethod
-    def _decode_block(codec: str, data: bytes, count: int, parsed: Any, truncated: bool) -> tuple[list, str | None]:
-        """Records of one block; on damage, the records before it and the error."""
-        import fastavro
-
-        try:
-            body = io.BytesIO(_decompress(codec, data))
-        except Exception as exc:  # noqa: BLE001 - any codec failure is damage
-            return [], f"the block cannot be decompressed: {exc}"
-        records = []
-        for _ in range(count):
-            try:
-                records.append(fastavro.schemaless_reader(body, parsed, None))
-            except Exception as exc:  # noqa: BLE001 - any decode failure is damage
-                return records, f"{type(exc).__name__}: {exc}"
-        if not truncated and body.tell() != len(body.getbuffer()):
-            return [], f"{len(body.getbuffer()) - body.tell()} bytes left over after {count} records"
-        return records, None
-
-    def _avro_damage(self, path: str, fh: IO[bytes], block_offset: int, index: int, kind: str, why: str,
-                     out: BatchBuilder) -> Iterator[None]:
-        raw = self._rest(fh, block_offset)
-        out.begin_record(path, index, offset=str(block_offset))
-        out.quarantine(kind, f"{path}: damaged Avro from record {index} on: {why}. The records before it were "
-                       f"decoded; raw holds the file's bytes from the damaged block (offset {block_offset}) "
-                       "- re-copy the file and re-run", raw=raw)
-        yield
-
-    @staticmethod
-    def _rest(fh: IO[bytes], start: int) -> bytes:
-        """The file's bytes from `start` to the end (seekable inputs), else what is left from here."""
-        try:
-            fh.seek(start)
-            return fh.read(_QUARANTINE_CAP)
-        except (OSError, AttributeError, ValueError):
-            return fh.read(_QUARANTINE_CAP)
+        yield from containers.each_record(
+            path, avro.records(), out,
+            lambda rec: self._avro_record(rec.value, path, rec.index, converters, state, out),
+            origin=lambda item: {"index": item.index, "offset": str(item.offset),
+                                 "raw": item.raw if isinstance(item, Damage) else None})
 
     def _avro_converters(self, writer: dict, state: _FileState) -> dict | None:
         """Per top-level field: its converter; payload fields also keep their FieldType for schema versions."""
@@ -659,35 +457,9 @@ class DatastreamAdapter(Adapter):
                 ev["payload"] = {n: (c(payload.get(n), flags) if c and payload.get(n) is not None
                                      else payload.get(n)) for n, c in convs["payload"]}
         except Exception as exc:  # noqa: BLE001 - a value the type mapping cannot convert
-            out.quarantine("bad_value", f"{where}: a payload value cannot be converted ({type(exc).__name__}: "
-                           f"{exc}); raw holds the record as JSON", raw=_dumps(rec))
-            return
+            raise DecodeError("bad_value", f"{where}: a payload value cannot be converted ({type(exc).__name__}: "
+                              f"{exc}); raw holds the record as JSON", raw=_dumps(rec)) from None
         self._event(ev, where, state, out, None, flags)
-
-    # -- Parquet (BigQuery export) ---------------------------------------------------------------------------
-    def _read_parquet(self, path: str, stream: IO[bytes], fh: IO[bytes], out: BatchBuilder) -> Iterator[None]:
-        import pyarrow.parquet as pq
-
-        state = _FileState(path, fmt=FMT_BIGQUERY)
-        index = 0
-        try:
-            try:
-                fh.seek(0)
-                source: Any = fh
-            except (OSError, AttributeError, ValueError):
-                source = io.BytesIO(stream.read())
-            pf = pq.ParquetFile(source)
-            for batch in pf.iter_batches(batch_size=1024):
-                for row in batch.to_pylist():
-                    out.begin_record(path, index)
-                    self._decode_obj(row, f"row {index} of {path}", state, out, None)
-                    index += 1
-                    yield
-        except Exception as exc:  # noqa: BLE001 - a damaged Parquet file: quarantine the rest
-            out.begin_record(path, index)
-            out.quarantine("corrupt_parquet", f"{path}: Parquet cannot be read from row {index} on "
-                           f"({type(exc).__name__}: {exc}); re-export the table and re-run")
-            yield
 
     # -- events ---------------------------------------------------------------------------------------------
     def _event(self, ev: dict, where: str, state: _FileState, out: BatchBuilder, raw: bytes | None,
@@ -696,17 +468,15 @@ class DatastreamAdapter(Adapter):
         flags = flags if flags is not None else []
         problem = _missing_field(ev)
         if problem:
-            out.quarantine("bad_event", f"{where}: {problem}; not a usable Datastream event",
-                           raw=raw if raw is not None else _dumps(ev))
-            return
+            raise DecodeError("bad_event", f"{where}: {problem}; not a usable Datastream event",
+                              raw=raw if raw is not None else _dumps(ev))
         sm, payload, read_method = ev["source_metadata"], ev["payload"], str(ev["read_method"])
         try:
             source_ts = dtypes.parse_ts(ev.get("source_timestamp"))
             capture_ts = dtypes.parse_ts(ev.get("read_timestamp"))
         except (ValueError, TypeError) as exc:
-            out.quarantine("bad_event", f"{where}: source_timestamp/read_timestamp cannot be parsed ({exc})",
-                           raw=raw if raw is not None else _dumps(ev))
-            return
+            raise DecodeError("bad_event", f"{where}: source_timestamp/read_timestamp cannot be parsed ({exc})",
+                              raw=raw if raw is not None else _dumps(ev)) from None
         source_db = _source_db(read_method, sm)
         database, schema, table = _IDENT.get(source_db, _ident_default)(sm)
         table = table or _s(ev.get("object"))
@@ -725,15 +495,13 @@ class DatastreamAdapter(Adapter):
         elif ct in OPS:
             op = OPS[ct]
         else:
-            out.quarantine("unknown_op", f"{where}: change_type {change_type!r} is not a Datastream change type "
-                           f"({', '.join(OPS)}); report it", raw=raw if raw is not None else _dumps(ev))
-            return
+            raise DecodeError("unknown_op", f"{where}: change_type {change_type!r} is not a Datastream change type "
+                              f"({', '.join(OPS)}); report it", raw=raw if raw is not None else _dumps(ev))
         try:
             payload = self._binary_columns(payload, database, schema, table)
         except ValueError as exc:
-            out.quarantine("bad_hex", f"{where}: {exc}; fix the binary_columns option",
-                           raw=raw if raw is not None else _dumps(ev))
-            return
+            raise DecodeError("bad_hex", f"{where}: {exc}; fix the binary_columns option",
+                              raw=raw if raw is not None else _dumps(ev)) from None
         if source_db in UNVERIFIED_SOURCES:
             flags.append("unverified_source")
         if ct == "UPDATE-DELETE":
@@ -826,9 +594,9 @@ class DatastreamAdapter(Adapter):
         try:
             source_ts = dtypes.parse_ts(md.get("source_timestamp"))
         except (ValueError, TypeError) as exc:
-            out.quarantine("bad_event", f"{where}: datastream_metadata.source_timestamp cannot be parsed ({exc})",
-                           raw=raw if raw is not None else _dumps(row))
-            return
+            raise DecodeError("bad_event",
+                              f"{where}: datastream_metadata.source_timestamp cannot be parsed ({exc})",
+                              raw=raw if raw is not None else _dumps(row)) from None
         database, schema, table = self._bigquery_table(state.path)
         pks = list(self.options.primary_keys) if self.options.primary_keys else None
         key = _key_of(payload, pks)
@@ -853,9 +621,8 @@ class DatastreamAdapter(Adapter):
             sort_parts = (1, source_ts, csn_key, _RANK.get(ct, 1))
             id_parts = (ct, source_ts, csn_key, key_values) + (() if key else (payload_hash(payload),))
         else:
-            out.quarantine("unknown_op", f"{where}: change_type {md.get('change_type')!r} is not a Datastream "
-                           "change type", raw=raw if raw is not None else _dumps(row))
-            return
+            raise DecodeError("unknown_op", f"{where}: change_type {md.get('change_type')!r} is not a Datastream "
+                              "change type", raw=raw if raw is not None else _dumps(row))
         version = "bigquery-" + hashlib.sha1("\x1f".join(payload).encode()).hexdigest()[:16]
         self._schema_version(state, out, stream, None, database, schema, table, version, payload, pks, source_ts)
         pair = None
@@ -913,94 +680,11 @@ def _json_schema_id(payload: dict) -> str:
     return "json-" + hashlib.sha1("\x1f".join(payload).encode()).hexdigest()[:16]
 
 
-class _Prefixed(io.RawIOBase):
-    """Bytes already read (the magic number) followed by the rest of a stream, as one readable stream."""
-
-    def __init__(self, head: bytes, fh: IO[bytes]):
-        self._head, self._fh = head, fh
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return bool(getattr(self._fh, "seekable", lambda: False)())
-
-    def seek(self, pos: int, whence: int = 0) -> int:
-        """Absolute seeks only (the quarantine re-reads a damaged tail); the head came from offset 0."""
-        self._head = b""
-        return self._fh.seek(pos, whence)
-
-    def tell(self) -> int:
-        return self._fh.tell() - len(self._head)
-
-    def readinto(self, b: Any) -> int:
-        if self._head:
-            n = min(len(b), len(self._head))
-            b[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        # read1: whatever one underlying read gives, so a damaged gzip tail cannot take the lines before it along.
-        data = getattr(self._fh, "read1", self._fh.read)(len(b))
-        b[: len(data)] = data
-        return len(data)
-
-    def read(self, n: int = -1) -> bytes:
-        """Full reads: n bytes unless the stream ends (the Avro block reader relies on it)."""
-        if n is None or n < 0:
-            data, self._head = self._head + self._fh.read(), b""
-            return data
-        parts, want = [], n
-        while want > 0:
-            part = super().read(want)
-            if not part:
-                break
-            parts.append(part)
-            want -= len(part)
-        return b"".join(parts)
+def _looks_like_event(value: Any) -> bool:
+    """A Datastream event or BigQuery row (used to resynchronise after a broken object)."""
+    return isinstance(value, dict) and ("source_metadata" in value or "read_method" in value
+                                        or any(str(k).lower() == "datastream_metadata" for k in value))
 
 
-def _iter_json_array(fh: IO[bytes], chunk: int = 1 << 20) -> Iterator[tuple[int, bytes, Any]]:
-    """Stream the elements of a JSON array: (index, raw bytes, value or the parse error)."""
-    import codecs
-
-    decoder = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
-    text_decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
-    buf, pos, eof, index, started, want = "", 0, False, 0, False, chunk
-
-    def fill() -> None:
-        nonlocal buf, pos, eof, want
-        data = fh.read(want)
-        eof = not data
-        buf = buf[pos:] + text_decoder.decode(data, final=eof)
-        pos = 0
-        want *= 2
-
-    while True:
-        while pos < len(buf) and (buf[pos].isspace() or (started and buf[pos] == ",")):
-            pos += 1
-        if pos >= len(buf):
-            if eof:
-                return
-            fill()
-            continue
-        if not started:
-            if buf[pos] == "[":
-                started, pos = True, pos + 1
-                continue
-            started = True  # concatenated objects, no array
-        if buf[pos] == "]":
-            return
-        try:
-            value, end = decoder.raw_decode(buf, pos)
-        except json.JSONDecodeError as exc:
-            if not eof:
-                fill()
-                continue
-            yield index, buf[pos:].encode("utf-8", "surrogateescape"), exc
-            return
-        if end >= len(buf) and not eof:  # a number may continue in the next chunk
-            fill()
-            continue
-        yield index, buf[pos:end].encode("utf-8", "surrogateescape"), value
-        want = chunk
-        index, pos = index + 1, end
+def _never(_rec: Record) -> None:  # pragma: no cover - only damage goes through this loop
+    raise AssertionError("no record to decode")

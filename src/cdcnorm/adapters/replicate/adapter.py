@@ -28,7 +28,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from typing import IO, Any, ClassVar
 
 import orjson
 
+from cdcnorm import containers
 from cdcnorm.adapters.base import Adapter, AdapterOptions, FirstPass, MessageMeta
 from cdcnorm.adapters.replicate import SPEC
 from cdcnorm.adapters.replicate.catalog import (
@@ -301,7 +301,7 @@ def _envelope_schema() -> Any:
 
 
 def avro_read(data: bytes, schema: Any, what: str) -> Any:
-    """Decode one schemaless Avro datum; short input is `truncated_avro`, other damage `bad_avro`."""
+    """Decode one schemaless Avro datum; short input is `truncated_avro`, other damage `corrupt_avro`."""
     from fastavro import schemaless_reader
 
     bio = io.BytesIO(data)
@@ -314,13 +314,13 @@ def avro_read(data: bytes, schema: Any, what: str) -> Any:
         ) from None
     except Exception as exc:
         raise DecodeError(
-            "bad_avro",
+            "corrupt_avro",
             f"{what} is not valid Avro for its schema ({type(exc).__name__}: {exc}); "
             "check that the schema matches the producer",
         ) from None
     if bio.tell() != len(data):
         raise DecodeError(
-            "bad_avro",
+            "corrupt_avro",
             f"{what}: {len(data) - bio.tell()} bytes are left after decoding; the "
             "schema does not match the bytes (wrong schemaId or registry entry?)",
         )
@@ -622,143 +622,112 @@ class ReplicateAdapter(Adapter):
 
     # -- files -----------------------------------------------------------------------------------------------
     def read_file(self, path: str, fh: IO[bytes], out: BatchBuilder) -> Iterator[None]:
+        """Decode one file (streamed): JSON / JSON lines, an Avro container file, or one raw message (`.bin`)."""
         out.set_context(VENDOR, FMT_JSON)
-        if not fh.seekable():
-            fh = io.BytesIO(fh.read())
-        head = fh.read(8)
-        fh.seek(0)
-        if head[:4] == b"Obj\x01":
-            yield from self._read_capture(path, fh, out)
+        if self.options.prescan:  # learn the file's MD messages first: a DT may precede its MD
+            fh = containers.rewindable(fh)
+            self.add_catalog_entries(self.metadata_from_file(path, fh))
+            fh.seek(0)
+        src = containers.open_source(fh)
+        head = src.peek(8)
+        if head[:4] == containers.AVRO_MAGIC:
+            yield from self._read_container(path, src, out)
         elif head[:5] == MAGIC or head[:1] == b"\x00":
-            raw = fh.read()
+            raw = src.read()
             out.begin_record(path, 0, raw=raw)
             self._decode_value(raw, _Ctx(None, _stem(path)), out)
             yield
-        elif head.strip():
-            yield from self._read_json(path, fh, out)
+        elif containers.container_of(src) != "empty":
+            yield from self._read_json(path, src, out)
 
     def metadata_from_file(self, path: str, fh: IO[bytes]) -> list[dict[str, Any]]:
-        """MD catalog entries in one file (the pipeline's first pass over file inputs)."""
-        if not fh.seekable():
-            fh = io.BytesIO(fh.read())
-        head = fh.read(8)
-        fh.seek(0)
-        if head[:4] == b"Obj\x01":
-            return [e for body in self._capture_bodies(fh) for e in extract_metadata(body)]
+        """MD catalog entries in one file (the pipeline's first pass over file inputs), streamed."""
+        src = containers.open_source(fh)
+        head = src.peek(8)
+        if head[:4] == containers.AVRO_MAGIC:
+            return [e for _, body in self._container_messages(src, md_only=True) if might_be_metadata(body)
+                    for e in extract_metadata(body)]
         if head[:5] == MAGIC:
-            return extract_metadata(fh.read())
-        return [e for doc in self._json_docs_for_scan(fh) for e in _json_md_entries(doc)]
+            return extract_metadata(src.read())
+        found: list[dict[str, Any]] = []
+        for item in containers.JsonRecords(src, orjson.loads, _looks_like_message):
+            if isinstance(item, containers.Record) and item.raw is not None and might_be_metadata(item.raw):
+                found += _json_md_entries(item.value)
+        return found
 
-    def _read_capture(self, path: str, fh: IO[bytes], out: BatchBuilder) -> Iterator[None]:
-        """An Avro container: Event Hubs Capture `EventData` (Body = message) or `MessageEnvelope` records
-        (what a Kafka-to-storage sink with the Avro format writes; each record is one Kafka message value)."""
-        from fastavro import reader
-
-        topic, partition = capture_location(path)
-        ctx_base = _Ctx(topic, _stem(path))
-        if self.options.prescan:
-            self.add_catalog_entries([e for b in self._capture_bodies(fh) for e in extract_metadata(b)])
-            fh.seek(0)
-        index = 0
+    def _container_messages(
+        self, src: containers.Source, md_only: bool = False
+    ) -> Iterator[tuple[containers.Record | containers.Damage, bytes | None]]:
+        """An Avro container's records as the message each holds: Event Hubs Capture `EventData` (Body is the
+        message) or `MessageEnvelope` records (what a Kafka-to-storage sink with the Avro format writes); the
+        header's damage or an unknown record shape is one Damage / DecodeError item. `md_only`: envelopes that
+        are not MD are not re-encoded (the metadata scan)."""
+        avro = containers.AvroFile(src)
         try:
-            records = reader(fh)
-            kind = _container_kind(records.writer_schema)
-            if kind is None:
-                out.begin_record(path, 0, raw=_file_bytes(fh))
-                out.quarantine(
-                    "unsupported_format",
-                    "an Avro container file whose records have neither a `Body` field (Event Hubs Capture) "
-                    "nor the MessageEnvelope fields magic/type/message is not Replicate output",
-                )
-                yield
-                return
-            for rec in records:
-                if kind == "envelope":
-                    yield from self._container_envelope(path, index, rec, ctx_base, out)
-                    index += 1
-                    continue
-                body = rec.get("Body")
-                seq = rec.get("SequenceNumber")
-                out.begin_record(
-                    path, index, partition=partition, offset=None if seq is None else str(seq), raw=body
-                )
-                ctx = _Ctx(ctx_base.topic, ctx_base.fallback, enqueued_time(rec.get("EnqueuedTimeUtc")))
-                self._decode_value(body, ctx, out)
-                index += 1
-                yield
-        except Exception as exc:  # damaged container: keep what was read, quarantine the rest
-            out.begin_record(path, index, partition=partition, raw=_file_bytes(fh))
-            out.quarantine(
-                "truncated_avro" if isinstance(exc, EOFError | StopIteration) else "bad_avro",
-                f"the Avro container file is damaged after record {index} ({type(exc).__name__}: "
-                f"{exc}); the records before it were decoded — re-deliver the file",
+            avro.read_header()
+        except containers.AvroHeaderError as exc:
+            yield avro.header_damage(exc), None
+            return
+        kind = _container_kind(avro.writer_schema)
+        if kind is None:
+            rest = bytes(avro.header_bytes) + src.read(containers.RAW_CAP)
+            error = DecodeError(
+                "unsupported_format",
+                "an Avro container file whose records have neither a `Body` field (Event Hubs Capture) "
+                "nor the MessageEnvelope fields magic/type/message is not Replicate output",
             )
-            yield
-
-    def _container_envelope(
-        self, path: str, index: int, rec: Any, ctx: _Ctx, out: BatchBuilder
-    ) -> Iterator[None]:
-        """One MessageEnvelope record of a container, decoded as the Kafka message value it was."""
-        try:
-            value = envelope_bytes(rec)
-        except DecodeError as exc:
-            out.begin_record(path, index, raw=orjson.dumps(rec, default=repr))
-            out.set_context(VENDOR, FMT_AVRO)
-            out.quarantine(exc.error_class, exc.message)
-        else:
-            out.begin_record(path, index, raw=value)
-            self._decode_value(value, ctx, out)
-        yield
-
-    @staticmethod
-    def _capture_bodies(fh: IO[bytes]) -> Iterator[bytes]:
-        from fastavro import reader
-
-        try:
-            records = reader(fh)
-            kind = _container_kind(records.writer_schema)
-            for rec in records:
-                if kind == "envelope":
-                    body = envelope_bytes(rec) if rec.get("type") == "MD" else None
-                else:
-                    body = rec.get("Body")
-                if might_be_metadata(body):
-                    yield body
-        except Exception:
-            return  # the main pass quarantines the damage
-
-    def _read_json(self, path: str, fh: IO[bytes], out: BatchBuilder) -> Iterator[None]:
-        ctx = _Ctx(None, _stem(path))
-        if self.options.prescan:
-            self.add_catalog_entries([e for d in self._json_docs_for_scan(fh) for e in _json_md_entries(d)])
-            fh.seek(0)
-        if _looks_like_lines(fh):
-            for index, line in enumerate(fh):
-                if line.strip():
-                    out.begin_record(path, index, raw=line.rstrip(b"\r\n"))
-                    self._decode_value(line.rstrip(b"\r\n"), ctx, out)
-                    yield
+            yield containers.Record(0, 0, rest[: containers.RAW_CAP], error), None
             return
-        for index, (raw, doc, error) in enumerate(_json_documents(fh.read())):
-            out.begin_record(path, index, raw=raw)
-            if error:
-                out.quarantine("bad_json", error)
+        for item in avro.records():
+            if isinstance(item, containers.Damage):
+                yield item, None
+            elif kind == "capture":
+                rec = item.value
+                item.raw = rec.get("Body")
+                item.value = ("capture", rec.get("SequenceNumber"), rec.get("EnqueuedTimeUtc"))
+                yield item, item.raw
+            elif md_only and item.value.get("type") != "MD":
+                yield item, None
             else:
-                self._decode_doc(doc, ctx, out)
-            yield
+                try:
+                    item.raw, item.value = envelope_bytes(item.value), ("envelope", None, None)
+                except DecodeError as exc:
+                    item.raw, item.value = orjson.dumps(item.value, default=repr), exc
+                yield item, item.raw if not isinstance(item.value, DecodeError) else None
 
-    def _json_docs_for_scan(self, fh: IO[bytes]) -> Iterator[Any]:
-        if _looks_like_lines(fh):
-            for line in fh:
-                if might_be_metadata(line):
-                    try:
-                        yield orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        continue
-            return
-        for _, doc, error in _json_documents(fh.read()):
-            if not error:
-                yield doc
+    def _read_container(self, path: str, src: containers.Source, out: BatchBuilder) -> Iterator[None]:
+        topic, partition = capture_location(path)
+        fallback = _stem(path)
+
+        def origin(item: containers.Record | containers.Damage) -> dict[str, Any]:
+            if isinstance(item, containers.Damage):
+                return {"index": item.index, "partition": partition, "offset": str(item.offset), "raw": item.raw}
+            if isinstance(item.value, tuple) and item.value[0] == "capture":
+                seq = item.value[1]
+                return {"index": item.index, "partition": partition, "offset": None if seq is None else str(seq),
+                        "raw": item.raw}
+            return {"index": item.index, "raw": item.raw}
+
+        def decode(rec: containers.Record) -> None:
+            if isinstance(rec.value, DecodeError):
+                out.set_context(VENDOR, FMT_AVRO)
+                raise rec.value
+            ctx = _Ctx(topic, fallback, enqueued_time(rec.value[2]))
+            self._decode_value(rec.raw, ctx, out)
+
+        yield from containers.each_record(path, (item for item, _ in self._container_messages(src)), out, decode,
+                                          origin)
+
+    def _read_json(self, path: str, src: containers.Source, out: BatchBuilder) -> Iterator[None]:
+        """JSON lines, pretty-printed or concatenated objects, or an array of messages (streamed)."""
+        ctx = _Ctx(None, _stem(path))
+        reader = containers.JsonRecords(src, orjson.loads, _looks_like_message)
+
+        def origin(item: containers.Record | containers.Damage) -> dict[str, Any]:
+            return {"index": reader.line_of(item) if reader.lines_mode else item.index, "raw": item.raw}
+
+        yield from containers.each_record(path, reader, out, lambda rec: self._decode_doc(rec.value, ctx, out),
+                                          origin)
 
     # -- raw messages --------------------------------------------------------------------------------------
     def decode_message(self, value: bytes | None, meta: MessageMeta, out: BatchBuilder) -> None:
@@ -1114,65 +1083,9 @@ def _opt_int(v: Any) -> int | None:
         return None
 
 
-def _file_bytes(fh: IO[bytes]) -> bytes | None:
-    try:
-        fh.seek(0)
-        return fh.read(64 * 1024 * 1024)
-    except (OSError, ValueError):
-        return None
-
-
-def _looks_like_lines(fh: IO[bytes]) -> bool:
-    """JSON lines when one of the first two non-empty lines is a whole JSON object; rewinds `fh`."""
-    found = False
-    seen = 0
-    for line in fh:
-        if not line.strip():
-            continue
-        try:
-            found = isinstance(orjson.loads(line), dict)
-        except orjson.JSONDecodeError:
-            found = False
-        seen += 1
-        if found or seen == 2:
-            break
-    fh.seek(0)
-    return found
-
-
-def _json_documents(content: bytes) -> Iterator[tuple[bytes, Any, str | None]]:
-    """(raw, document, error) for a JSON file of one object, an array, or concatenated (pretty) objects."""
-    try:
-        doc = orjson.loads(content)
-    except orjson.JSONDecodeError:
-        doc = None
-    else:
-        if isinstance(doc, list):
-            for item in doc:
-                yield orjson.dumps(item), item, None
-        else:
-            yield content, doc, None
-        return
-    text = content.decode("utf-8", errors="replace")
-    decoder = json.JSONDecoder()
-    pos = 0
-    while True:
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        if pos >= len(text):
-            return
-        try:
-            doc, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            yield (
-                text[pos:].encode(),
-                None,
-                f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-                "fix the file and re-process it",
-            )
-            return
-        yield text[pos:end].encode(), doc, None
-        pos = end
+def _looks_like_message(value: Any) -> bool:
+    """A Replicate JSON message (envelope, data or metadata): used to resynchronise after a broken object."""
+    return isinstance(value, dict) and bool({"magic", "data", "headers", "lineage", "message"} & value.keys())
 
 
 def _json_md_entries(doc: Any) -> list[dict[str, Any]]:
