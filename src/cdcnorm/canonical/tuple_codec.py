@@ -1,5 +1,8 @@
 """Order-preserving binary encoding of tuples, modelled on FoundationDB's tuple layer.
 
+Why this module is long: it is one order-preserving encoding, its decoder and the type codes they share; the
+encoder and decoder must change together.
+
 Why: the canonical change record carries two binary columns that Spark compares by unsigned
 lexicographic byte order:
 

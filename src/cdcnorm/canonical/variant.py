@@ -8,6 +8,9 @@ Parquet/Spark Variant encoding spec, so Spark receives the exact types.
 A VARIANT column crosses Arrow as ``struct<value: binary not null, metadata: binary not null>``
 where the *metadata child field* carries the Arrow field metadata ``{"variant": "true"}``; that
 tag is how PySpark recognises the struct as a variant (see ``arrow_field``).
+
+Why this module is long: it is one binary format's encoder and decoder, each a mirror of the other, with the
+spec's type table; splitting them would separate the two halves that must change together.
 """
 
 from __future__ import annotations
