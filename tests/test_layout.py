@@ -74,17 +74,19 @@ def test_no_import_circles():
     assert cycles == []
 
 
+def _imports_root(node: ast.AST) -> bool:
+    """`import cdcnorm`, or `from cdcnorm import name` where the name is not a submodule."""
+    if isinstance(node, ast.Import):
+        return any(a.name == "cdcnorm" for a in node.names)
+    if isinstance(node, ast.ImportFrom) and node.module == "cdcnorm" and node.level == 0:
+        return any(not (PACKAGE / a.name).exists() and not (PACKAGE / f"{a.name}.py").exists() for a in node.names)
+    return False
+
+
 def test_nothing_imports_the_package_root_from_below():
-    offenders = []
-    for path in PACKAGE.rglob("*.py"):
-        if path == PACKAGE / "__init__.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import) and any(a.name == "cdcnorm" for a in node.names):
-                offenders.append(str(path.relative_to(PACKAGE)))
-            elif isinstance(node, ast.ImportFrom) and node.module == "cdcnorm" and node.level == 0:
-                if any(not (PACKAGE / a.name).exists() and not (PACKAGE / f"{a.name}.py").exists() for a in node.names):
-                    offenders.append(str(path.relative_to(PACKAGE)))
+    offenders = sorted({str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+                        if path != PACKAGE / "__init__.py"
+                        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if _imports_root(node)})
     assert offenders == []
 
 

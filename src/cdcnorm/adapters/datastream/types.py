@@ -176,24 +176,6 @@ def hex_to_bytes(value: Any) -> bytes:
 
 
 # -- JSON values ------------------------------------------------------------------------------------------
-def has_float(o: Any) -> bool:
-    """True when orjson produced a float anywhere (the line is then re-parsed with exact decimals)."""
-    t = type(o)
-    if t is float:
-        return True
-    if t is dict:
-        values: Any = o.values()
-    elif t is list:
-        values = o
-    else:
-        return False
-    for v in values:  # a loop, not any(generator): scalars cost one type check (this runs on every line)
-        tv = type(v)
-        if tv is float or ((tv is dict or tv is list) and has_float(v)):
-            return True
-    return False
-
-
 def infer_canonical(value: Any) -> str | None:
     """A loose canonical type for a JSON value (JSON events carry no column types)."""
     if value is None:

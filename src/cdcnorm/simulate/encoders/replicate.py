@@ -26,6 +26,8 @@ from cdcnorm.simulate.jsonx import dumps, plain
 SERVER, TASK, SCHEMA = "sim-replicate-01", "sim-task", "shop"
 NAMESPACE, PARTITIONS = "sim-ns", 2
 
+# A deliberate copy of the documented envelope (reference replicate.md §2), not imported from the adapter: the
+# encoders are the ground truth the decoders are tested against, so they never share code with them.
 ENVELOPE_SCHEMA = {
     "type": "record", "name": "MessageEnvelope", "fields": [
         {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 5}},
