@@ -176,47 +176,18 @@ def hex_to_bytes(value: Any) -> bytes:
 
 
 # -- JSON values ------------------------------------------------------------------------------------------
-def has_float(o: Any) -> bool:
-    """True when orjson produced a float anywhere (the line is then re-parsed with exact decimals)."""
-    t = type(o)
-    if t is float:
-        return True
-    if t is dict:
-        values: Any = o.values()
-    elif t is list:
-        values = o
-    else:
-        return False
-    for v in values:  # a loop, not any(generator): scalars cost one type check (this runs on every line)
-        tv = type(v)
-        if tv is float or ((tv is dict or tv is list) and has_float(v)):
-            return True
-    return False
+_INFERRED = (
+    (bool, "boolean"), (int, "bigint"), (Decimal, "decimal"), (float, "double"), (str, "string"),
+    (bytes, "binary"), (dict, "json"), (list, "array"), (dt.datetime, "timestamp"),
+)
+"""Python type -> loose canonical type, first match wins (bool before int: a bool is an int)."""
 
 
 def infer_canonical(value: Any) -> str | None:
     """A loose canonical type for a JSON value (JSON events carry no column types)."""
     if value is None:
         return None
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "bigint"
-    if isinstance(value, Decimal):
-        return "decimal"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bytes):
-        return "binary"
-    if isinstance(value, dict):
-        return "json"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dt.datetime):
-        return "timestamp"
-    return type(value).__name__
+    return next((name for typ, name in _INFERRED if isinstance(value, typ)), type(value).__name__)
 
 
 # -- Avro schema compilation --------------------------------------------------------------------------------
