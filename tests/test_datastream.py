@@ -677,7 +677,7 @@ class TestDatastreamContract(AdapterContract):
     b'{"k": [[0.5]]}', b'{"t": 1E400}',
 ])
 def test_loads_exact_never_yields_floats(text):
-    from cdcnorm.adapters.datastream.adapter import loads_exact
+    from cdcnorm.containers import loads_exact
 
     got = loads_exact(text)
     assert got == json.loads(text, parse_float=Decimal)

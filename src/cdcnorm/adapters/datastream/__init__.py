@@ -1,7 +1,13 @@
 """Google Cloud Datastream: JSON and Avro files on Cloud Storage, and BigQuery-destination exports.
 
-The package holds the adapter (`adapter.py`) and the source type mapping (`types.py`); this module only
-declares the vendor, so the registry, the CLI and compare can name it without importing the decoder.
+This module only declares the vendor, so the registry, the CLI and compare can name it without importing the
+decoder. The package, one job a module:
+
+* `adapter.py`: the `DatastreamAdapter` - detection, files and messages to records, `post_process`;
+* `events.py`: one event (JSON or Avro envelope) -> one change; `bigquery.py`: one BigQuery export row -> one change;
+* `avro.py`: Avro writer schema -> converters, records -> events; `types.py`: the unified-type converters;
+* `source_metadata.py`: engine, table identity, keys and position per source engine;
+* `payload.py`: keys, payload hash and binary columns of a row image; `schemas.py`: per-file state, schema versions.
 """
 
 from __future__ import annotations
@@ -45,4 +51,13 @@ SPEC = VendorSpec(
     },
 )
 
-__all__ = ["SPEC"]
+__all__ = ["SPEC", "DatastreamAdapter"]
+
+
+def __getattr__(name: str) -> Any:
+    """`DatastreamAdapter` is imported on first use: declaring the vendor must not start pyspark."""
+    if name == "DatastreamAdapter":
+        from cdcnorm.adapters.datastream.adapter import DatastreamAdapter
+
+        return DatastreamAdapter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -176,29 +176,18 @@ def hex_to_bytes(value: Any) -> bytes:
 
 
 # -- JSON values ------------------------------------------------------------------------------------------
+_INFERRED = (
+    (bool, "boolean"), (int, "bigint"), (Decimal, "decimal"), (float, "double"), (str, "string"),
+    (bytes, "binary"), (dict, "json"), (list, "array"), (dt.datetime, "timestamp"),
+)
+"""Python type -> loose canonical type, first match wins (bool before int: a bool is an int)."""
+
+
 def infer_canonical(value: Any) -> str | None:
     """A loose canonical type for a JSON value (JSON events carry no column types)."""
     if value is None:
         return None
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "bigint"
-    if isinstance(value, Decimal):
-        return "decimal"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bytes):
-        return "binary"
-    if isinstance(value, dict):
-        return "json"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dt.datetime):
-        return "timestamp"
-    return type(value).__name__
+    return next((name for typ, name in _INFERRED if isinstance(value, typ)), type(value).__name__)
 
 
 # -- Avro schema compilation --------------------------------------------------------------------------------
