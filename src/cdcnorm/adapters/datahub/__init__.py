@@ -1,8 +1,10 @@
 """Alibaba DataWorks -> DataHub: Blob JSON messages and TUPLE rows (CSV, JSON lines, Parquet).
 
-The package holds the adapter (`adapter.py`), the DDL parser (`ddl.py`), the streaming JSON reader
-(`json_stream.py`) and the TUPLE topic codec (`tuple_topic.py`); this module only declares the vendor, so the
-registry, the CLI and compare can name it without importing the decoder.
+The package holds the adapter (`adapter.py`: reading and dispatch), its options (`options.py`), input
+recognition (`files.py`), the op/engine tables (`vocabulary.py`), Blob messages (`blob.py`, `blob_values.py`),
+the TUPLE topic codec (`tuple_topic.py`), the DDL parser (`ddl.py`), row building (`changes.py`) and UPDATE
+pairing (`pairing.py`); this module only declares the vendor, so the registry, the CLI and compare can name it
+without importing the decoder (`DataHubAdapter` is imported on first use).
 """
 
 from __future__ import annotations
@@ -72,4 +74,13 @@ SPEC = VendorSpec(
     },
 )
 
-__all__ = ["SPEC"]
+__all__ = ["SPEC", "DataHubAdapter"]
+
+
+def __getattr__(name: str) -> Any:
+    """`DataHubAdapter` is imported on first use: naming the vendor must not start pyspark."""
+    if name == "DataHubAdapter":
+        from cdcnorm.adapters.datahub.adapter import DataHubAdapter
+
+        return DataHubAdapter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,190 @@
+"""Pairing UPDATE halves: what each half carries at decode time (pair id, column digests) and the Spark step
+that joins them over the whole input (halves may be far apart, in different files).
+
+Until :func:`pair_updates` runs, an UPDATE half carries `_pair` (the pair's event id), `_pair_role` and, in
+`changed_columns`, one `<16 hex digest><column>` entry per column: Spark compares those strings, never the
+VARIANT images.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from cdcnorm.adapters.datahub.vocabulary import VENDOR
+from cdcnorm.canonical import tuple_codec
+from cdcnorm.canonical.emit import KIND_CHANGE, decoded_schema, event_id_of
+from cdcnorm.canonical.emit import Bookkeeping as B
+
+DIGEST_HEX = 16
+"""Length of the value digest that prefixes each entry of an UPDATE half's column digests."""
+
+
+def value_digest(value: Any) -> str:
+    """Short stable digest of a typed value, to compare update halves' columns in Spark (equal values,
+    equal digests: Decimal 1.5 and 1.50 compare equal, as in SQL)."""
+    try:
+        data = tuple_codec.encode((value,))
+    except (TypeError, ValueError, OverflowError):
+        data = b"j" + orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS)
+    return hashlib.blake2b(data, digest_size=DIGEST_HEX // 2).hexdigest()
+
+
+def column_digests(image: Mapping[str, Any]) -> list[str]:
+    """`<digest><column name>` per column, in image order: what an UPDATE half carries for pairing."""
+    return [value_digest(v) + k for k, v in image.items()]
+
+
+def pair_id(stream: str, database: str | None, schema: str | None, table: str | None, seq: Any) -> str:
+    """Event id of a paired UPDATE: what both halves compute, so pairing needs no hashing in Spark."""
+    return event_id_of(VENDOR, stream, (database, schema, table), (seq, "UPDATE"))
+
+
+# -- pairing (Spark) ---------------------------------------------------------------------------------------
+
+_NAMES = [f.name for f in decoded_schema().fields]
+
+
+def _empty() -> Column:
+    return F.array().cast("array<string>")
+
+
+def _changed(b: Column, a: Column) -> Column:
+    """Columns present in both images whose value digests differ, in the after image's column order."""
+    bd, ad = b["changed_columns"], a["changed_columns"]
+    bnames = F.transform(bd, lambda x: F.substring(x, DIGEST_HEX + 1, 1 << 20))
+    keep = F.filter(
+        ad,
+        lambda x: (
+            F.array_contains(bnames, F.substring(x, DIGEST_HEX + 1, 1 << 20)) & ~F.array_contains(bd, x)
+        ),
+    )
+    return F.transform(keep, lambda x: F.substring(x, DIGEST_HEX + 1, 1 << 20))
+
+
+def _counts(n: Column) -> dict[str, Column]:
+    """Conservation: a row standing for n half records keeps `_records` 1 and moves the rest to `_merged`."""
+    return {B.RECORDS: F.least(n, F.lit(1)).cast("int"), B.MERGED: (n - F.least(n, F.lit(1))).cast("int")}
+
+
+def _row(src: Column, **over: Column) -> Column:
+    """A decoded-schema struct taking each column from `src` unless overridden."""
+    bookkeeping = {
+        B.PAIR: None,
+        B.PAIR_ROLE: None,
+        B.RULE: None,
+        B.MESSAGE: None,
+        B.RAW: None,
+        B.SCHEMA: None,
+    }
+    cols = []
+    for name in _NAMES:
+        if name in over:
+            cols.append(over[name].alias(name))
+        elif name in bookkeeping:
+            cols.append(F.lit(None).cast(decoded_schema()[name].dataType).alias(name))
+        else:
+            cols.append(src[name].alias(name))
+    return F.struct(*cols)
+
+
+def pair_updates(df: DataFrame) -> DataFrame:
+    """Combine UPDATE halves (rows with `_pair`) into canonical UPDATE rows, in Spark, over the whole input.
+
+    Per pair id: the before half's image becomes `before`, the after half's `after`, `changed_columns` are the
+    columns whose value digests differ. Halves with different keys follow the key-change rule (DELETE of
+    the old key with the before half's id/sort key + INSERT of the new key with the after half's, ids
+    re-derived from the pair id, both flagged key_change). A half without partner stays an UPDATE with the
+    other image null, its own event id, flag orphan_before/orphan_after. Redelivered halves fold into the
+    same row; `_records` + `_merged` totals are conserved.
+    """
+    is_half = (F.col(B.KIND) == KIND_CHANGE) & F.col(B.PAIR).isNotNull()
+    rest = df.filter(~is_half)
+    halves = df.filter(is_half)
+    role = F.col(B.PAIR_ROLE)
+    whole = F.struct(*[F.col(n) for n in _NAMES])
+    n = F.col(B.RECORDS) + F.col(B.MERGED)
+    g = halves.groupBy(B.PAIR).agg(
+        F.min_by(whole, F.when(role == "before", F.col("sort_key"))).alias("b"),
+        F.min_by(whole, F.when(role == "after", F.col("sort_key"))).alias("a"),
+        F.sum(F.when(role == "before", n).otherwise(0)).alias("nb"),
+        F.sum(F.when(role == "after", n).otherwise(0)).alias("na"),
+    )
+    b, a, pair, nb, na = F.col("b"), F.col("a"), F.col(B.PAIR), F.col("nb"), F.col("na")
+    both = b.isNotNull() & a.isNotNull()
+    key_change = both & (b["key_bytes"] != a["key_bytes"])
+    rows = (
+        F.when(
+            key_change,
+            F.array(_key_change_delete(b, pair, _counts(nb)), _key_change_insert(b, a, pair, _counts(na))),
+        )
+        .when(both, F.array(_paired(b, a, pair, _counts(nb + na))))
+        .when(b.isNotNull(), F.array(_orphan(b, "orphan_before", _counts(nb))))
+        .otherwise(F.array(_orphan(a, "orphan_after", _counts(na))))
+    )
+    paired = g.select(F.explode(rows).alias("r")).select("r.*")
+    return rest.unionByName(paired)
+
+
+def _paired(b: Column, a: Column, pair: Column, counts: dict[str, Column]) -> Column:
+    vendor_op = F.when(b["vendor_op"] == a["vendor_op"], a["vendor_op"]).otherwise(
+        F.concat_ws("+", b["vendor_op"], a["vendor_op"])
+    )
+    missing = F.when(b["missing_columns"].isNull() | a["missing_columns"].isNull(), F.lit(None)).otherwise(
+        F.array_union(a["missing_columns"], b["missing_columns"])
+    )
+    return _row(
+        a,
+        op=F.lit("UPDATE"),
+        vendor_op=vendor_op,
+        before=b["before"],
+        after=a["after"],
+        flags=F.array_distinct(F.concat(F.coalesce(b["flags"], _empty()), F.coalesce(a["flags"], _empty()))),
+        changed_columns=_changed(b, a),
+        missing_columns=missing,
+        sort_key=b["sort_key"],
+        event_id=pair,
+        position=F.coalesce(b["position"], a["position"]),
+        origin=b["origin"],
+        **counts,
+    )
+
+
+def _orphan(h: Column, flag: str, counts: dict[str, Column]) -> Column:
+    flags = F.array_distinct(F.concat(F.coalesce(h["flags"], _empty()), F.array(F.lit(flag))))
+    return _row(h, flags=flags, changed_columns=F.lit(None).cast("array<string>"), **counts)
+
+
+def _key_change_id(pair: Column, which: str) -> Column:
+    return F.substring(F.sha2(F.concat(pair, F.lit("|" + which)), 256), 1, 32)
+
+
+def _key_change_delete(b: Column, pair: Column, counts: dict[str, Column]) -> Column:
+    flags = F.array_distinct(F.concat(F.coalesce(b["flags"], _empty()), F.array(F.lit("key_change"))))
+    return _row(
+        b,
+        op=F.lit("DELETE"),
+        flags=flags,
+        after=F.lit(None).cast("variant"),
+        changed_columns=F.lit(None).cast("array<string>"),
+        event_id=_key_change_id(pair, "key_change_delete"),
+        **counts,
+    )
+
+
+def _key_change_insert(b: Column, a: Column, pair: Column, counts: dict[str, Column]) -> Column:
+    flags = F.array_distinct(F.concat(F.coalesce(a["flags"], _empty()), F.array(F.lit("key_change"))))
+    return _row(
+        a,
+        op=F.lit("INSERT"),
+        flags=flags,
+        before=F.lit(None).cast("variant"),
+        changed_columns=_changed(b, a),
+        event_id=_key_change_id(pair, "key_change_insert"),
+        **counts,
+    )
