@@ -13,14 +13,12 @@ import pytest
 
 from cdcnorm.adapters import get_adapter
 from cdcnorm.adapters.base import MessageMeta
-from cdcnorm.adapters.replicate.adapter import (
-    ReplicateAdapter,
-    capture_location,
-    enqueued_time,
-    extract_metadata,
-)
+from cdcnorm.adapters.replicate.adapter import ReplicateAdapter
 from cdcnorm.adapters.replicate.catalog import Catalog, entry_from_schema_row, load_registry
+from cdcnorm.adapters.replicate.envelope import extract_metadata
+from cdcnorm.adapters.replicate.files import enqueued_time
 from cdcnorm.adapters.replicate.masks import absent_columns, mask_ordinals, mask_value, resolve
+from cdcnorm.adapters.replicate.naming import capture_location
 from cdcnorm.canonical import tuple_codec
 from cdcnorm.canonical.emit import BatchBuilder, event_id_of
 from cdcnorm.errors import DecodeError, UsageError

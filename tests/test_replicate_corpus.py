@@ -18,13 +18,10 @@ from fastavro import parse_schema, reader, schemaless_writer, writer
 from pyspark.sql.types import VariantVal
 
 from cdcnorm.adapters.base import MessageMeta
-from cdcnorm.adapters.replicate.adapter import (
-    ENVELOPE_SCHEMA,
-    ReplicateAdapter,
-    enqueued_time,
-    extract_metadata,
-)
+from cdcnorm.adapters.replicate.adapter import ReplicateAdapter
 from cdcnorm.adapters.replicate.catalog import entry_from_data_schema
+from cdcnorm.adapters.replicate.envelope import ENVELOPE_SCHEMA, extract_metadata
+from cdcnorm.adapters.replicate.files import enqueued_time
 from cdcnorm.canonical.emit import BatchBuilder
 from decoded import rows_of
 

@@ -1,0 +1,164 @@
+"""Replicate files: JSON / JSON-lines files and Avro container files (Event Hubs Capture `EventData`, or
+`MessageEnvelope` records), read through the shared container tier as the raw messages they hold.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+import orjson
+
+from cdcnorm import containers
+from cdcnorm.adapters.replicate.envelope import (
+    FMT_AVRO,
+    MAGIC,
+    envelope_bytes,
+    extract_metadata,
+    json_md_entries,
+    might_be_metadata,
+)
+from cdcnorm.adapters.replicate.naming import VENDOR, Context, capture_location, stem
+from cdcnorm.adapters.replicate.positions import instant
+from cdcnorm.canonical.emit import BatchBuilder
+from cdcnorm.errors import DecodeError
+
+DecodeValue = Callable[[bytes | None, Context, BatchBuilder], None]
+"""The adapter's decoder of one raw message (bytes) from where it came from."""
+DecodeDoc = Callable[[Any, Context, BatchBuilder], None]
+"""The adapter's decoder of one parsed JSON message."""
+
+
+_US_TIME = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4}) (\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,7}))? ?([AP]M)", re.I)
+
+
+def enqueued_time(text: Any) -> dt.datetime | None:
+    """Event Hubs Capture `EnqueuedTimeUtc`: a US-style string `11/16/2016 4:44:11 PM` (UTC)."""
+    m = _US_TIME.fullmatch(str(text).strip()) if text is not None else None
+    if not m:
+        return instant(text)
+    hour = int(m[4]) % 12 + (12 if m[8].upper() == "PM" else 0)
+    try:
+        return dt.datetime(
+            int(m[3]),
+            int(m[1]),
+            int(m[2]),
+            hour,
+            int(m[5]),
+            int(m[6]),
+            int(((m[7] or "") + "000000")[:6]),
+            tzinfo=dt.UTC,
+        )
+    except ValueError:
+        return None
+
+
+def looks_like_message(value: Any) -> bool:
+    """A Replicate JSON message (envelope, data or metadata): used to resynchronise after a broken object."""
+    return isinstance(value, dict) and bool({"magic", "data", "headers", "lineage", "message"} & value.keys())
+
+
+def _container_kind(writer_schema: Any) -> str | None:
+    """What an Avro container file holds: `capture` (EventData), `envelope` (MessageEnvelope) or None."""
+    names = {f.get("name") for f in (writer_schema or {}).get("fields", []) if isinstance(f, dict)}
+    if "Body" in names:
+        return "capture"
+    if {"magic", "type", "message"} <= names:
+        return "envelope"
+    return None
+
+
+def container_messages(
+    src: containers.Source, md_only: bool = False
+) -> Iterator[tuple[containers.Record | containers.Damage, bytes | None]]:
+    """An Avro container's records as the message each holds: Event Hubs Capture `EventData` (Body is the
+    message) or `MessageEnvelope` records (what a Kafka-to-storage sink with the Avro format writes); the
+    header's damage or an unknown record shape is one Damage / DecodeError item. `md_only`: envelopes that
+    are not MD are not re-encoded (the metadata scan)."""
+    avro = containers.AvroFile(src)
+    try:
+        avro.read_header()
+    except containers.AvroHeaderError as exc:
+        yield avro.header_damage(exc), None
+        return
+    kind = _container_kind(avro.writer_schema)
+    if kind is None:
+        rest = bytes(avro.header_bytes) + src.read(containers.RAW_CAP)
+        error = DecodeError(
+            "unsupported_format",
+            "an Avro container file whose records have neither a `Body` field (Event Hubs Capture) "
+            "nor the MessageEnvelope fields magic/type/message is not Replicate output",
+        )
+        yield containers.Record(0, 0, rest[: containers.RAW_CAP], error), None
+        return
+    for item in avro.records():
+        if isinstance(item, containers.Damage):
+            yield item, None
+        elif kind == "capture":
+            rec = item.value
+            item.raw = rec.get("Body")
+            item.value = ("capture", rec.get("SequenceNumber"), rec.get("EnqueuedTimeUtc"))
+            yield item, item.raw
+        elif md_only and item.value.get("type") != "MD":
+            yield item, None
+        else:
+            try:
+                item.raw, item.value = envelope_bytes(item.value), ("envelope", None, None)
+            except DecodeError as exc:
+                item.raw, item.value = orjson.dumps(item.value, default=repr), exc
+            yield item, item.raw if not isinstance(item.value, DecodeError) else None
+
+
+def metadata_in_file(fh: IO[bytes]) -> list[dict[str, Any]]:
+    """MD catalog entries in one file (the pipeline's first pass over file inputs), streamed."""
+    src = containers.open_source(fh)
+    head = src.peek(8)
+    if head[:4] == containers.AVRO_MAGIC:
+        return [e for _, body in container_messages(src, md_only=True) if might_be_metadata(body)
+                for e in extract_metadata(body)]
+    if head[:5] == MAGIC:
+        return extract_metadata(src.read())
+    found: list[dict[str, Any]] = []
+    for item in containers.JsonRecords(src, orjson.loads, looks_like_message):
+        if isinstance(item, containers.Record) and item.raw is not None and might_be_metadata(item.raw):
+            found += json_md_entries(item.value)
+    return found
+
+
+def read_container(path: str, src: containers.Source, out: BatchBuilder, decode_value: DecodeValue) -> Iterator[None]:
+    """Decode each message of an Avro container file; its origin names the Capture partition and sequence number."""
+    topic, partition = capture_location(path)
+    fallback = stem(path)
+
+    def origin(item: containers.Record | containers.Damage) -> dict[str, Any]:
+        if isinstance(item, containers.Damage):
+            return {"index": item.index, "partition": partition, "offset": str(item.offset), "raw": item.raw}
+        if isinstance(item.value, tuple) and item.value[0] == "capture":
+            seq = item.value[1]
+            return {"index": item.index, "partition": partition, "offset": None if seq is None else str(seq),
+                    "raw": item.raw}
+        return {"index": item.index, "raw": item.raw}
+
+    def decode(rec: containers.Record) -> None:
+        if isinstance(rec.value, DecodeError):
+            out.set_context(VENDOR, FMT_AVRO)
+            raise rec.value
+        ctx = Context(topic, fallback, enqueued_time(rec.value[2]))
+        decode_value(rec.raw, ctx, out)
+
+    yield from containers.each_record(path, (item for item, _ in container_messages(src)), out, decode,
+                                      origin)
+
+
+def read_json(path: str, src: containers.Source, out: BatchBuilder, decode_doc: DecodeDoc) -> Iterator[None]:
+    """JSON lines, pretty-printed or concatenated objects, or an array of messages (streamed)."""
+    ctx = Context(None, stem(path))
+    reader = containers.JsonRecords(src, orjson.loads, looks_like_message)
+
+    def origin(item: containers.Record | containers.Damage) -> dict[str, Any]:
+        return {"index": reader.line_of(item) if reader.lines_mode else item.index, "raw": item.raw}
+
+    yield from containers.each_record(path, reader, out, lambda rec: decode_doc(rec.value, ctx, out),
+                                      origin)
