@@ -112,3 +112,19 @@ class VendorSpec:
         return cls(name=klass.name, adapter=f"{klass.__module__}:{klass.__qualname__}", formats=tuple(klass.formats),
                    flags=tuple(getattr(klass, "flags", ())), summary=(klass.__doc__ or "").strip().split("\n")[0],
                    klass=klass)
+
+
+def lazy_adapter(spec: VendorSpec) -> Callable[[str], Any]:
+    """A vendor package's module `__getattr__` that imports its adapter class on first use.
+
+    Why: the registry, the CLI and compare name vendors through their package; importing the decoder (and
+    pyspark) must wait until a vendor is really used.
+    """
+    class_name = spec.adapter.partition(":")[2]
+
+    def __getattr__(name: str) -> Any:
+        if name == class_name:
+            return spec.adapter_class()
+        raise AttributeError(f"module {spec.adapter.partition(':')[0].rsplit('.', 1)[0]!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -6,7 +6,7 @@ import functools
 import re
 from typing import Any
 
-from cdcnorm.adapters.datahub import SPEC
+from cdcnorm.adapters.datahub.spec import SPEC
 
 VENDOR = SPEC.name
 FMT_BLOB, FMT_TUPLE = SPEC.formats

@@ -40,10 +40,11 @@ from pyspark.sql import functions as F
 
 from cdcnorm import containers
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
-from cdcnorm.adapters.datastream import SPEC, avro, bigquery, events, source_metadata
+from cdcnorm.adapters.datastream import avro, bigquery, events, source_metadata
 from cdcnorm.adapters.datastream import types as dtypes
 from cdcnorm.adapters.datastream.payload import binary_set
 from cdcnorm.adapters.datastream.schemas import FMT_AVRO, FMT_BIGQUERY, FMT_JSON, FileState, record_once
+from cdcnorm.adapters.datastream.spec import SPEC
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.record import Change

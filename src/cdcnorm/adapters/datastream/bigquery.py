@@ -3,11 +3,11 @@ carry a `datastream_metadata` struct instead of the event envelope (documented f
 
 from __future__ import annotations
 
-from cdcnorm.adapters.datastream import SPEC
 from cdcnorm.adapters.datastream import types as dtypes
 from cdcnorm.adapters.datastream.events import OPS, RANK, pair_of
 from cdcnorm.adapters.datastream.payload import columns_id, key_of, payload_hash, raw_or_json
 from cdcnorm.adapters.datastream.source_metadata import Ident, number_or_text, text
+from cdcnorm.adapters.datastream.spec import SPEC
 from cdcnorm.canonical.record import Change
 from cdcnorm.errors import DecodeError
 

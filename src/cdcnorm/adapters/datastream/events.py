@@ -3,7 +3,6 @@ the ordering and identity recipes; a field that breaks them raises DecodeError n
 
 from __future__ import annotations
 
-from cdcnorm.adapters.datastream import SPEC
 from cdcnorm.adapters.datastream import source_metadata as smd
 from cdcnorm.adapters.datastream import types as dtypes
 from cdcnorm.adapters.datastream.payload import (
@@ -14,6 +13,7 @@ from cdcnorm.adapters.datastream.payload import (
     payload_hash,
     raw_or_json,
 )
+from cdcnorm.adapters.datastream.spec import SPEC
 from cdcnorm.canonical.record import Change
 from cdcnorm.errors import DecodeError
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cdcnorm.adapters.datastream import SPEC
 from cdcnorm.adapters.datastream import types as dtypes
+from cdcnorm.adapters.datastream.spec import SPEC
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion
 

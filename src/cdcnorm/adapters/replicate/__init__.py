@@ -9,25 +9,10 @@ importing the decoder; `ReplicateAdapter` is imported from here only when asked 
 
 from __future__ import annotations
 
-from typing import Any
-
-from cdcnorm.adapters.spec import VendorSpec
-
-SPEC = VendorSpec(
-    name="replicate",
-    adapter="cdcnorm.adapters.replicate.adapter:ReplicateAdapter",
-    formats=("replicate.json", "replicate.avro", "replicate.avro_registry"),
-    flags=("column_mask_conflict", "key_change", "mask_bits_beyond_columns", "no_schema", "timestamp_as_string"),
-    sample_options={"schema_registry": "replicate/registry"},
-    summary="Qlik Replicate Kafka / Event Hubs messages (JSON, Avro, Schema Registry)",
-)
+from cdcnorm.adapters.replicate.spec import SPEC
+from cdcnorm.adapters.spec import lazy_adapter
 
 __all__ = ["SPEC", "ReplicateAdapter"]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "ReplicateAdapter":
-        from cdcnorm.adapters.replicate.adapter import ReplicateAdapter
-
-        return ReplicateAdapter
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_adapter(SPEC)
+"""`ReplicateAdapter` is imported on first use: naming the vendor must not start pyspark."""

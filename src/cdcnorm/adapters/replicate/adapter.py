@@ -27,7 +27,6 @@ from typing import IO, Any, ClassVar
 
 from cdcnorm import containers
 from cdcnorm.adapters.base import Adapter, AdapterOptions, FirstPass, MessageMeta
-from cdcnorm.adapters.replicate import SPEC
 from cdcnorm.adapters.replicate.catalog import (
     Catalog,
     entry_from_data_schema,
@@ -55,6 +54,7 @@ from cdcnorm.adapters.replicate.envelope import (
 )
 from cdcnorm.adapters.replicate.files import metadata_in_file, read_container, read_json
 from cdcnorm.adapters.replicate.naming import VENDOR, Context, is_control, split_name, stem, topic_of
+from cdcnorm.adapters.replicate.spec import SPEC
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.record import Change
 from cdcnorm.errors import DecodeError

@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 
-from cdcnorm.adapters.replicate import SPEC
 from cdcnorm.adapters.replicate.catalog import entry_from_md, parse_avro_schema
+from cdcnorm.adapters.replicate.spec import SPEC
 from cdcnorm.errors import DecodeError
 
 FMT_JSON, FMT_AVRO, FMT_REGISTRY = SPEC.formats

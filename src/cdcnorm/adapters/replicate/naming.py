@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from cdcnorm.adapters.base import MessageMeta
-from cdcnorm.adapters.replicate import SPEC
+from cdcnorm.adapters.replicate.spec import SPEC
 
 VENDOR = SPEC.name
 CONTROL_PREFIX = "attrep_"
