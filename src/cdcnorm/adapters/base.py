@@ -4,10 +4,13 @@ A complete adapter, runnable as it stands (the test suite executes exactly this 
 object per line, `{"op": "i"|"u"|"d", "table": ..., "seq": n, "key": [...], "row": {...}}`:
 
 ```python
+import orjson
+
+from cdcnorm import containers
 from cdcnorm.adapters import register
 from cdcnorm.adapters.base import Adapter
 from cdcnorm.canonical.record import Change
-import orjson
+from cdcnorm.errors import DecodeError
 
 OPS = {"i": "INSERT", "u": "UPDATE", "d": "DELETE"}
 
@@ -23,20 +26,24 @@ class AcmeAdapter(Adapter):
         return head.startswith(b'{"op"') and b'"seq"' in head[:256]
 
     def read_file(self, path, fh, out):
+        # The container tier delimits records (gzip, broken lines, BOM, ...); the adapter decodes one at a time.
         out.set_context(self.name, self.formats[0])
-        for index, line in enumerate(fh):
-            if line.strip():
-                out.begin_record(path, index, raw=line)
-                self.decode_message(line, None, out)
-                yield
+        records = containers.JsonRecords(containers.open_source(fh), orjson.loads)
+        yield from containers.each_record(path, records, out, lambda rec: self.decode(rec.value, out))
 
     def decode_message(self, value, meta, out):
         try:
-            rec = orjson.loads(value)
+            obj = orjson.loads(value)
+        except orjson.JSONDecodeError as exc:
+            raise DecodeError("bad_json", f"an Acme message is one JSON object ({exc})") from None
+        self.decode(obj, out)
+
+    def decode(self, rec, out):
+        # One error idiom: raise DecodeError(error_class, message); the record loop quarantines the record.
+        try:
             op, seq = OPS[rec["op"]], int(rec["seq"])
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            out.quarantine("bad_event", "not an Acme change: expected {op: i|u|d, table, seq, key, row}")
-            return
+        except (KeyError, TypeError, ValueError):
+            raise DecodeError("bad_event", "not an Acme change: expected {op: i|u|d, table, seq, key, row}") from None
         row = rec.get("row")
         out.change(Change(
             vendor=self.name, format=self.formats[0], stream=self.stream_name(None, "acme"),
@@ -54,9 +61,10 @@ DataFrame (`value` = one line) alike, and `normalize` without a vendor recognise
 
 How the pieces fit: an adapter decodes one input record at a time in pure Python (orjson / fastavro) inside
 `mapInArrow` on the executors, writing outcomes into a :class:`~cdcnorm.canonical.emit.BatchBuilder`: one
-`begin_record` per input record, then `change(...)`, `quarantine(error_class, message)` (an error class from
-`canonical.schema.ERROR_CLASSES`), `metadata()` or `filtered(rule)`; a record without an outcome is
-quarantined, never lost. `sort_parts` order rows within a table; `id_parts` are the stable fields the event id
+`begin_record` per input record (the container tier's `containers.each_record` does that for files), then
+`change(...)`, `metadata()` or `filtered(rule)`. A record that cannot be decoded raises
+`DecodeError(error_class, message)` (an error class from `canonical.schema.ERROR_CLASSES`) and the record loop
+quarantines it with its raw bytes; a record without an outcome is quarantined too, never lost. `sort_parts` order rows within a table; `id_parts` are the stable fields the event id
 is hashed from (never a file name or offset), so a redelivered change keeps its id. Steps that need several
 records (pairing update halves, linking a key-change pair) are Spark operations in :meth:`Adapter.post_process`,
 which must keep the `_records` + `_merged` totals (:class:`~cdcnorm.canonical.emit.Bookkeeping`). What an adapter
