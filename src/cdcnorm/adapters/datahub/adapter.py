@@ -25,7 +25,6 @@ from cdcnorm import containers
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
 from cdcnorm.adapters.datahub import tuple_topic as tup
 from cdcnorm.adapters.datahub.blob import decode_blob
-from cdcnorm.adapters.datahub.blob_values import text_or_none
 from cdcnorm.adapters.datahub.changes import Base, SchemaVersions, dml_change
 from cdcnorm.adapters.datahub.files import (
     container_of,
@@ -37,6 +36,7 @@ from cdcnorm.adapters.datahub.files import (
 )
 from cdcnorm.adapters.datahub.options import DataHubOptions, Where, path_hints
 from cdcnorm.adapters.datahub.pairing import pair_updates
+from cdcnorm.adapters.datahub.scalars import text_or_none
 from cdcnorm.adapters.datahub.spec import SPEC
 from cdcnorm.adapters.datahub.vocabulary import (
     FMT_BLOB,

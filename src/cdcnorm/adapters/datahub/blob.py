@@ -12,10 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from cdcnorm.adapters.datahub.blob_values import BLOB_TYPES, blob_value, millis_to_datetime
-from cdcnorm.adapters.datahub.blob_values import text_or_none as _text
 from cdcnorm.adapters.datahub.changes import Base, SchemaVersions, dml_change, event_change
 from cdcnorm.adapters.datahub.ddl import apply_changes, parse_ddl
 from cdcnorm.adapters.datahub.options import Where
+from cdcnorm.adapters.datahub.scalars import text_or_none as _text
 from cdcnorm.adapters.datahub.vocabulary import (
     CONTROL_OPS,
     DDL_OPS,

@@ -8,6 +8,7 @@ import datetime as dt
 import re
 from typing import Any
 
+from cdcnorm.adapters.datahub.scalars import EPOCH
 from cdcnorm.errors import DecodeError
 
 BLOB_TYPES: dict[str, str] = {
@@ -20,8 +21,6 @@ BLOB_TYPES: dict[str, str] = {
 }
 """DataWorks Blob field type -> canonical type (DATE: epoch milliseconds; BYTES: standard Base64)."""
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-
 
 def millis_to_datetime(value: Any, what: str) -> dt.datetime | None:
     """Epoch milliseconds (JSON number or digit string) -> aware UTC datetime."""
@@ -33,17 +32,9 @@ def millis_to_datetime(value: Any, what: str) -> dt.datetime | None:
         ms = int(value) if not isinstance(value, float) or value.is_integer() else None
         if ms is None:
             raise ValueError
-        return _EPOCH + dt.timedelta(milliseconds=ms)
+        return EPOCH + dt.timedelta(milliseconds=ms)
     except (TypeError, ValueError, OverflowError):
         raise DecodeError("bad_value", f"{what}: {value!r} is not epoch milliseconds") from None
-
-
-def text_or_none(value: Any) -> str | None:
-    """A value as trimmed text; None when absent or blank."""
-    if value is None:
-        return None
-    s = str(value).strip()
-    return s or None
 
 
 def _blob_long(value: Any, column: str) -> int:

@@ -91,11 +91,39 @@ class SchemaVersions:
         ]
 
 
+def _change(b: Base, op: str, image_order: int, id_parts: tuple, **fields: Any) -> Change:
+    """A row with the fields every row of the record shares, ordered by `(1, seq, image order, eventTime)`."""
+    return Change(
+        vendor=VENDOR,
+        format=b.fmt,
+        stream=b.stream,
+        op=op,
+        sort_parts=(1, b.seq, image_order, b.source_ts),
+        id_parts=id_parts,
+        source_db=b.source_db,
+        database=b.database,
+        schema=b.schema,
+        table=b.table,
+        vendor_op=b.vendor_op,
+        flags=list(b.flags),
+        primary_keys=b.pks,
+        schema_version=b.schema_version,
+        source_ts=b.source_ts,
+        capture_ts=b.capture_ts,
+        position=b.seq_raw,
+        **fields,
+    )
+
+
 def dml_change(b: Base, op: str, role: str, image: dict, missing: list[str] | None) -> Change:
     """INSERT/DELETE, or one UPDATE half carrying the pair id and its column digests for Spark pairing."""
     c = _change(
-        b, op, sort_parts=(1, b.seq, _ROLE_ORDER[role], b.source_ts), id_parts=(b.seq, op, role),
-        before=image if role == "before" else None, after=image if role == "after" else None,
+        b,
+        op,
+        _ROLE_ORDER[role],
+        (b.seq, op, role),
+        before=image if role == "before" else None,
+        after=image if role == "after" else None,
         missing_columns=missing,
     )
     if op == "UPDATE":
@@ -112,15 +140,4 @@ def event_change(b: Base, op: str, **extra: Any) -> Change:
     ident = (b.seq, op, b.vendor_op)
     if b.seq is None:
         ident += (b.source_ts, extra.get("ddl"))
-    return _change(b, op, sort_parts=(1, b.seq, 0, b.source_ts), id_parts=ident, **extra)
-
-
-def _change(b: Base, op: str, **values: Any) -> Change:
-    """A row with the fields every row of the record shares, plus its own."""
-    return Change(
-        vendor=VENDOR, format=b.fmt, stream=b.stream, op=op, source_db=b.source_db, database=b.database,
-        schema=b.schema, table=b.table, vendor_op=b.vendor_op, flags=list(b.flags), primary_keys=b.pks,
-        schema_version=b.schema_version, source_ts=b.source_ts, capture_ts=b.capture_ts, position=b.seq_raw,
-        **values,
-    )
-
+    return _change(b, op, 0, ident, **extra)

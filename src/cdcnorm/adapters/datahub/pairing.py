@@ -155,9 +155,13 @@ def _paired(b: Column, a: Column, pair: Column, counts: dict[str, Column]) -> Co
     )
 
 
+def _with_flag(h: Column, flag: str) -> Column:
+    """A half's flags plus `flag` (once)."""
+    return F.array_distinct(F.concat(F.coalesce(h["flags"], _empty()), F.array(F.lit(flag))))
+
+
 def _orphan(h: Column, flag: str, counts: dict[str, Column]) -> Column:
-    flags = F.array_distinct(F.concat(F.coalesce(h["flags"], _empty()), F.array(F.lit(flag))))
-    return _row(h, flags=flags, changed_columns=F.lit(None).cast("array<string>"), **counts)
+    return _row(h, flags=_with_flag(h, flag), changed_columns=F.lit(None).cast("array<string>"), **counts)
 
 
 def _key_change_id(pair: Column, which: str) -> Column:
@@ -165,11 +169,10 @@ def _key_change_id(pair: Column, which: str) -> Column:
 
 
 def _key_change_delete(b: Column, pair: Column, counts: dict[str, Column]) -> Column:
-    flags = F.array_distinct(F.concat(F.coalesce(b["flags"], _empty()), F.array(F.lit("key_change"))))
     return _row(
         b,
         op=F.lit("DELETE"),
-        flags=flags,
+        flags=_with_flag(b, "key_change"),
         after=F.lit(None).cast("variant"),
         changed_columns=F.lit(None).cast("array<string>"),
         event_id=_key_change_id(pair, "key_change_delete"),
@@ -178,11 +181,10 @@ def _key_change_delete(b: Column, pair: Column, counts: dict[str, Column]) -> Co
 
 
 def _key_change_insert(b: Column, a: Column, pair: Column, counts: dict[str, Column]) -> Column:
-    flags = F.array_distinct(F.concat(F.coalesce(a["flags"], _empty()), F.array(F.lit("key_change"))))
     return _row(
         a,
         op=F.lit("INSERT"),
-        flags=flags,
+        flags=_with_flag(a, "key_change"),
         before=F.lit(None).cast("variant"),
         changed_columns=_changed(b, a),
         event_id=_key_change_id(pair, "key_change_insert"),

@@ -20,6 +20,8 @@ from typing import IO, Any
 
 import orjson
 
+from cdcnorm.adapters.datahub.scalars import EPOCH
+from cdcnorm.adapters.datahub.scalars import text_or_none as _text
 from cdcnorm.containers import Damage, Source, as_source, csv_records
 from cdcnorm.errors import DecodeError
 
@@ -53,7 +55,6 @@ _INT_RANGES = {
 }
 _TRUE = frozenset({"true", "t", "y", "yes", "1"})
 _FALSE = frozenset({"false", "f", "n", "no", "0"})
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _DIGITS = re.compile(r"\d+")
 
 
@@ -116,7 +117,7 @@ class TupleEvent:
 
 def micros_to_datetime(v: int) -> dt.datetime:
     """DataHub TIMESTAMP (µs since the epoch) -> aware UTC datetime."""
-    return _EPOCH + dt.timedelta(microseconds=v)
+    return EPOCH + dt.timedelta(microseconds=v)
 
 
 def _bad(column: str, value: Any, what: str) -> DecodeError:
@@ -204,13 +205,6 @@ def convert(value: Any, vtype: str | None, column: str) -> Any:
     if vtype == "TIMESTAMP":
         return _timestamp(value, column)
     return value
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    s = str(value).strip()
-    return s or None
 
 
 def _sequence(row: Mapping[str, Any]) -> tuple[int | tuple | str, str]:
