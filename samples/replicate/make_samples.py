@@ -26,6 +26,8 @@ from pathlib import Path
 
 from fastavro import parse_schema, schemaless_reader, schemaless_writer, writer
 
+from cdcnorm.simulate.encoders.replicate import ENVELOPE_SCHEMA  # the documented envelope, written once
+
 HERE = Path(__file__).resolve().parent
 
 # --------------------------------------------------------------------------------------- table definitions
@@ -187,18 +189,7 @@ def metadata_schema(cols: list[tuple]) -> dict:
     }
 
 
-ENVELOPE = {
-    "type": "record",
-    "name": "MessageEnvelope",
-    "fields": [
-        {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 5}},
-        {"name": "type", "type": "string"},
-        {"name": "headers", "type": ["null", {"type": "map", "values": "string"}]},
-        {"name": "messageSchemaId", "type": ["null", "string"]},
-        {"name": "messageSchema", "type": ["null", "string"]},
-        {"name": "message", "type": "bytes"},
-    ],
-}
+ENVELOPE = ENVELOPE_SCHEMA
 
 EVENT_DATA = {
     "type": "record",
