@@ -53,7 +53,7 @@ def migration(spark: SparkSession, history: str, out: str, *, out_new: str | Non
     """Write the old vendor to `out` and the new one to `out_new` (default: the same lake, another vendor).
 
     `overlap` is the common window as fractions of the history's log time span (start > end: a gap, no
-    overlap). `project` gives the new vendor a documented lossy projection of the values (see PROJECTIONS).
+    overlap). `project` gives the new vendor a documented lossy projection of the values (see `projections()`).
     """
     if (out_new is None or out_new == out) and old_vendor == new_vendor:
         raise UsageError("In one lake the old and new vendor must differ (or give out_new).")
@@ -94,14 +94,11 @@ def migration(spark: SparkSession, history: str, out: str, *, out_new: str | Non
 
 
 def projections() -> dict[str, dict[str, tuple[str, Callable[[Column], Column]]]]:
-    """Every registered vendor's scenario projections (`VendorSpec.scenario_projections`), by name."""
+    """Lossy value projections a scenario can give the new vendor, by name: base type -> (new type, conversion),
+    from every registered vendor's `VendorSpec.scenario_projections`."""
     from cdcnorm.adapters import specs
 
     return {name: p for s in specs() for name, p in s.scenario_projections.items()}
-
-
-PROJECTIONS = projections()
-"""Lossy value projections a scenario can give the new vendor: base type -> (new type, conversion)."""
 
 
 def _base(type_name: str) -> str:
