@@ -18,7 +18,7 @@ from typing import Any
 from fastavro import parse_schema
 from fastavro.write import Writer
 
-QUIRKS: tuple[str, ...] = ("duplicates", "out_of_order", "backfill_overlap", "far_halves", "heartbeats", "dt_before_md")
+QUIRKS: tuple[str, ...] = ("duplicates", "out_of_order", "backfill_overlap", "far_halves", "heartbeats", "dt_before_md", "aliyun_json")
 
 SHUFFLE_WINDOW = 16
 """Out-of-order deliveries move a record at most about this many places."""

@@ -1,11 +1,13 @@
 """Alibaba DataWorks Data Integration output in DataHub: BLOB topic JSON messages and TUPLE topic rows.
 
 A BLOB message is one JSON object (`schema`, `payload`, `version`) per change or event of a whole database
-(:mod:`~cdcnorm.adapters.datahub.blob`); a TUPLE topic holds one table with DataWorks meta columns (see
-:mod:`cdcnorm.adapters.datahub.tuple_topic`). An UPDATE arrives as two halves sharing a sequence id
-(`UPDATE_BEFOR` + `UPDATE_AFTER`, or two `U` rows), possibly far apart and in different files, so each half is
-decoded as its own row and :meth:`DataHubAdapter.post_process` pairs them in Spark
-(:func:`~cdcnorm.adapters.datahub.pairing.pair_updates`). This module reads files and messages and dispatches
+(:mod:`~cdcnorm.adapters.datahub.blob`); the same envelope is DataWorks' "aliyun-json" Kafka / DataHub shape,
+whose UPDATE may also be ONE `UPDATE_AFTER` message carrying both images. A TUPLE topic holds one table with
+DataWorks meta columns (see :mod:`cdcnorm.adapters.datahub.tuple_topic`). An UPDATE arrives as two halves
+sharing a sequence id (`UPDATE_BEFOR` + `UPDATE_AFTER`, or two `U` rows), possibly far apart and in different
+files, so each half is decoded as its own row (a one-message UPDATE as both halves) and
+:meth:`DataHubAdapter.post_process` pairs them in Spark (:func:`~cdcnorm.adapters.datahub.pairing.pair_updates`).
+Full-load records (sequenceId `-1`) become SNAPSHOT rows with unknown times. This module reads files and messages and dispatches
 each record; the rows' sort/id recipe is in :mod:`~cdcnorm.adapters.datahub.changes`.
 """
 
@@ -261,6 +263,7 @@ class DataHubAdapter(Adapter):
             where.capture_ts,
             self._tuple_keys(table, where.topic),
             flags=[*flags, *ev.flags],
+            full_load=ev.seq is None,
         )
         if types is not None and any(k not in types for k in ev.image) and "no_schema" not in b.flags:
             b.flags.append("no_schema")

@@ -1,5 +1,11 @@
 """Blob messages (`schema`, `payload`, `version`): DML, DDL and control ops turned into canonical rows.
 
+An UPDATE arrives as two messages (`UPDATE_BEFOR` + `UPDATE_AFTER`, one image each) or, in DataWorks'
+aliyun-json shape, as one `UPDATE_AFTER` (or `UPDATE_BEFOR`) carrying both `before` and `after`: that is a
+complete UPDATE (:func:`~cdcnorm.adapters.datahub.changes.whole_update`). Full-load records carry
+`sequenceId: "-1"` and `eventTime`/`checkpointTime` `-1`: sentinels for "unknown", so they become SNAPSHOT rows
+with a null `source_ts` (:func:`~cdcnorm.adapters.datahub.scalars.is_unset`). Any `version` is accepted.
+
 GTID, XACOMMIT and XAROLLBACK become CONTROL rows (XA outcomes are not the transaction boundaries TX_BEGIN/TX_COMMIT
 describe); control, heartbeat and transaction rows keep the rest of the payload (e.g. `timestamp`) in `after`; a
 DDL row keeps `ddlMeta` verbatim, undecoded, as the Base64 string `after.ddlMeta` (it is a Java-serialized
@@ -8,13 +14,15 @@ FastSQL object only a JVM can read).
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
 from cdcnorm.adapters.datahub.blob_values import BLOB_TYPES, blob_value, millis_to_datetime
-from cdcnorm.adapters.datahub.changes import Base, SchemaVersions, dml_change, event_change
+from cdcnorm.adapters.datahub.changes import Base, SchemaVersions, dml_change, event_change, whole_update
 from cdcnorm.adapters.datahub.ddl import apply_changes, parse_ddl
 from cdcnorm.adapters.datahub.options import Where
+from cdcnorm.adapters.datahub.scalars import is_unset
 from cdcnorm.adapters.datahub.scalars import text_or_none as _text
 from cdcnorm.adapters.datahub.vocabulary import (
     CONTROL_OPS,
@@ -59,6 +67,19 @@ def decode_blob(msg: dict, where: Where, stream: StreamOf, versions: SchemaVersi
     return [event_change(b, CONTROL_OPS[op], content=content)]
 
 
+def _envelope_time(ts: dict, name: str) -> dt.datetime | None:
+    """`payload.timestamp.<name>` (epoch ms); the sentinel -1 of full-load records is unknown, never 1969."""
+    value = ts.get(name)
+    return None if is_unset(value) else millis_to_datetime(value, f"payload.timestamp.{name}")
+
+
+def _sequence(seq_raw: str | None) -> Any:
+    """sequenceId as an integer (digits), None when absent or the full-load sentinel, else the raw text."""
+    if seq_raw is None or is_unset(seq_raw):
+        return None
+    return int(seq_raw) if seq_raw.isdigit() else seq_raw
+
+
 def _base(schema: dict, payload: dict, op: str, where: Where, stream: StreamOf) -> Base:
     source = _object(schema.get("source"), "schema.source")
     source_db = source_db_of(source.get("dbType"))
@@ -75,12 +96,13 @@ def _base(schema: dict, payload: dict, op: str, where: Where, stream: StreamOf) 
         database,
         None if source_db in MYSQL_FAMILY else _text(source.get("schemaName")),
         _text(source.get("tableName")),
-        int(seq_raw) if seq_raw and seq_raw.isdigit() else seq_raw,
+        _sequence(seq_raw),
         seq_raw,
         op,
-        millis_to_datetime(ts.get("eventTime"), "payload.timestamp.eventTime"),
-        millis_to_datetime(ts.get("systemTime"), "payload.timestamp.systemTime") or where.capture_ts,
+        _envelope_time(ts, "eventTime"),
+        _envelope_time(ts, "systemTime") or where.capture_ts,
         pks,
+        full_load=seq_raw is not None and is_unset(seq_raw),
     )
 
 
@@ -95,22 +117,39 @@ def _columns(schema: dict) -> list[tuple[str, str | None]] | None:
     return [(c["name"], _text(c.get("type"))) for c in cols]
 
 
-def _dml(b: Base, payload: dict, columns: list | None, versions: SchemaVersions) -> list:
-    canon, role = DML_OPS[b.vendor_op]
+def _data_column(payload: dict, role: str) -> dict | None:
+    """`payload.<role>.dataColumn` when it is a JSON object, else None."""
     side = payload.get(role)
     data = side.get("dataColumn") if isinstance(side, dict) else None
-    if not isinstance(data, dict):
+    return data if isinstance(data, dict) else None
+
+
+def _dml(b: Base, payload: dict, columns: list | None, versions: SchemaVersions) -> list:
+    canon, role = DML_OPS[b.vendor_op]
+    data = _data_column(payload, role)
+    if data is None:
         raise DecodeError(
             "bad_message", f"{b.vendor_op} message without payload.{role}.dataColumn object"
         )
     if b.table is None:
         raise DecodeError("missing_field", f"{b.vendor_op} message without schema.source.tableName")
     types = dict(columns or [])
-    image = {k: blob_value(v, types.get(k), k) for k, v in data.items()}
-    missing = [n for n, _ in columns if n not in image] if columns is not None else None
+
+    def typed(values: dict) -> tuple[dict, list[str] | None]:
+        image = {k: blob_value(v, types.get(k), k) for k, v in values.items()}
+        return image, ([n for n, _ in columns if n not in image] if columns is not None else None)
+
     out: list = []
     if columns is not None:
         out.extend(versions.version(b, columns, BLOB_TYPES))
+    other = _data_column(payload, "after" if role == "before" else "before") if canon == "UPDATE" else None
+    if other:  # one message carrying both images: a complete UPDATE
+        (before, missing_before), (after, missing_after) = (
+            (typed(data), typed(other)) if role == "before" else (typed(other), typed(data))
+        )
+        out.extend(whole_update(b, before, after, missing_before, missing_after))
+        return out
+    image, missing = typed(data)
     out.append(dml_change(b, canon, role, image, missing))
     return out
 

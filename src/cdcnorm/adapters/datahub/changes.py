@@ -1,9 +1,15 @@
 """Canonical rows of one DataHub record, Blob or TUPLE alike: one sort/id recipe, and schema versions once per task.
 
-Identity and order (all rows): `sort_parts = (1, sequenceId as an integer, image (before 0, after 1),
+Identity and order: CDC rows `sort_parts = (1, sequenceId as an integer, image (before 0, after 1),
 eventTime)`; `id_parts = (sequenceId, canonical op, image)` for data rows, plus the vendor op (and, with no
 sequenceId, eventTime and DDL text) for the others. A paired UPDATE's event id is the pair id computed by both
-halves at decode time, so a redelivered pair gets the same id.
+halves at decode time, so a redelivered pair gets the same id, whether it came as two messages or as one
+message carrying both images (:func:`whole_update`).
+
+Full-load (snapshot) rows carry the sentinel sequenceId `-1` (:func:`~cdcnorm.adapters.datahub.scalars.is_unset`):
+they become `SNAPSHOT` rows ordered `(0, row hash)`, before every CDC row of their table, and are identified by
+`("SNAPSHOT", key values, row hash)` like Replicate's REFRESH rows, since the sentinel identifies nothing. Any
+other data row without a usable sequenceId is identified the same way, by its key values and row hash.
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ from typing import Any
 
 import orjson
 
-from cdcnorm.adapters.datahub.pairing import column_digests, pair_id
+from cdcnorm.adapters.datahub.pairing import column_digests, pair_id, role_of
 from cdcnorm.adapters.datahub.vocabulary import VENDOR
-from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion
+from cdcnorm.canonical import tuple_codec
+from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion, key_of
 from cdcnorm.errors import DecodeError
 
 _ROLE_ORDER = {"before": 0, "after": 1}
@@ -42,6 +49,8 @@ class Base:
     pks: list[str] | None = None
     schema_version: str | None = None
     flags: list[str] = field(default_factory=list)
+    full_load: bool = False
+    """the record carries the full-load sentinel sequenceId (`-1`): a snapshot row, `seq` is None"""
 
 
 def _version_id(columns: list[tuple[str, str | None]], pks: list[str] | None) -> str:
@@ -91,14 +100,14 @@ class SchemaVersions:
         ]
 
 
-def _change(b: Base, op: str, image_order: int, id_parts: tuple, **fields: Any) -> Change:
-    """A row with the fields every row of the record shares, ordered by `(1, seq, image order, eventTime)`."""
+def _change(b: Base, op: str, sort_parts: tuple, id_parts: tuple, **fields: Any) -> Change:
+    """A row with the fields every row of the record shares."""
     return Change(
         vendor=VENDOR,
         format=b.fmt,
         stream=b.stream,
         op=op,
-        sort_parts=(1, b.seq, image_order, b.source_ts),
+        sort_parts=sort_parts,
         id_parts=id_parts,
         source_db=b.source_db,
         database=b.database,
@@ -110,29 +119,83 @@ def _change(b: Base, op: str, image_order: int, id_parts: tuple, **fields: Any) 
         schema_version=b.schema_version,
         source_ts=b.source_ts,
         capture_ts=b.capture_ts,
-        position=b.seq_raw,
+        position=None if b.full_load else b.seq_raw,
         **fields,
     )
 
 
+def _log_order(b: Base, image_order: int) -> tuple:
+    """CDC order: `(1, sequenceId, image order, eventTime)`."""
+    return (1, b.seq, image_order, b.source_ts)
+
+
+def row_hash(image: dict | None) -> str:
+    """Stable hash of a typed image (column order does not matter): identifies rows without a position."""
+    items: list[Any] = []
+    for k in sorted(image or {}):
+        items += [k, image[k]]
+    try:
+        data = tuple_codec.encode(tuple(items))
+    except (TypeError, ValueError, OverflowError):  # an unknown type kept raw (a JSON object): its JSON text
+        data = orjson.dumps(items, default=str, option=orjson.OPT_SORT_KEYS)
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _key_values(b: Base, image: dict | None) -> tuple:
+    key = key_of(image, b.pks)
+    return tuple(key.values()) if key else ()
+
+
 def dml_change(b: Base, op: str, role: str, image: dict, missing: list[str] | None) -> Change:
-    """INSERT/DELETE, or one UPDATE half carrying the pair id and its column digests for Spark pairing."""
+    """INSERT/DELETE, a full-load SNAPSHOT, or one UPDATE half carrying the pair id and its column digests."""
+    if op == "INSERT" and b.full_load:
+        h = row_hash(image)
+        return _change(b, "SNAPSHOT", (0, h), ("SNAPSHOT", _key_values(b, image), h), after=image,
+                       missing_columns=missing)
+    if op == "UPDATE" and b.seq is None:
+        raise DecodeError("missing_field", "UPDATE half without a sequence id: it cannot be paired")
+    ident = (b.seq, op, role) if b.seq is not None else (op, role, _key_values(b, image), row_hash(image))
     c = _change(
         b,
         op,
-        _ROLE_ORDER[role],
-        (b.seq, op, role),
+        _log_order(b, _ROLE_ORDER[role]),
+        ident,
         before=image if role == "before" else None,
         after=image if role == "after" else None,
         missing_columns=missing,
     )
     if op == "UPDATE":
-        if b.seq is None:
-            raise DecodeError("missing_field", "UPDATE half without a sequence id: it cannot be paired")
         c.pair = pair_id(b.stream, b.database, b.schema, b.table, b.seq)
         c.pair_role = role
         c.changed_columns = column_digests(image)
     return c
+
+
+def whole_update(b: Base, before: dict, after: dict, missing_before: list[str] | None,
+                 missing_after: list[str] | None) -> list[Change]:
+    """A one-message UPDATE (both images in one message) as the two halves a two-message UPDATE gives.
+
+    Both halves carry the same pair id as the two messages would, so :func:`~.pairing.pair_updates` turns them
+    into one UPDATE with the same event id, key-change rule and changed columns, and absorbs a separately
+    delivered half of the same change; their pair role marks them whole, so the one-message images win.
+    Without a usable sequenceId the pair id is derived from the two images instead.
+    """
+    seq = b.seq if b.seq is not None else ("UPDATE", row_hash(before), row_hash(after))
+    pair = pair_id(b.stream, b.database, b.schema, b.table, seq)
+    rows = []
+    for role, image, missing in (("before", before, missing_before), ("after", after, missing_after)):
+        c = _change(
+            b,
+            "UPDATE",
+            _log_order(b, _ROLE_ORDER[role]),
+            (seq, "UPDATE", role),
+            before=image if role == "before" else None,
+            after=image if role == "after" else None,
+            missing_columns=missing,
+        )
+        c.pair, c.pair_role, c.changed_columns = pair, role_of(role, whole=True), column_digests(image)
+        rows.append(c)
+    return rows
 
 
 def event_change(b: Base, op: str, **extra: Any) -> Change:
@@ -140,4 +203,4 @@ def event_change(b: Base, op: str, **extra: Any) -> Change:
     ident = (b.seq, op, b.vendor_op)
     if b.seq is None:
         ident += (b.source_ts, extra.get("ddl"))
-    return _change(b, op, 0, ident, **extra)
+    return _change(b, op, _log_order(b, 0), ident, **extra)

@@ -3,7 +3,9 @@ that joins them over the whole input (halves may be far apart, in different file
 
 Until :func:`pair_updates` runs, an UPDATE half carries `_pair` (the pair's event id), `_pair_role` and, in
 `changed_columns`, one `<16 hex digest><column>` entry per column: Spark compares those strings, never the
-VARIANT images.
+VARIANT images. A one-message UPDATE (DataWorks' aliyun-json shape: one `UPDATE_AFTER` carrying `before` and
+`after`) is decoded as both halves with roles `before/whole` and `after/whole`; pairing prefers them over
+separately delivered halves of the same change, so the row does not depend on which shape arrived first.
 """
 
 from __future__ import annotations
@@ -38,6 +40,15 @@ def value_digest(value: Any) -> str:
 def column_digests(image: Mapping[str, Any]) -> list[str]:
     """`<digest><column name>` per column, in image order: what an UPDATE half carries for pairing."""
     return [value_digest(v) + k for k, v in image.items()]
+
+
+WHOLE = "/whole"
+"""Pair-role suffix of the halves cut from a one-message UPDATE (a message carrying both images)."""
+
+
+def role_of(image: str, whole: bool = False) -> str:
+    """The pair role of a half holding `image` (`before` / `after`), marked when cut from a one-message UPDATE."""
+    return image + WHOLE if whole else image
 
 
 def pair_id(stream: str, database: str | None, schema: str | None, table: str | None, seq: Any) -> str:
@@ -101,17 +112,23 @@ def pair_updates(df: DataFrame) -> DataFrame:
     the old key with the before half's id/sort key + INSERT of the new key with the after half's, ids
     re-derived from the pair id, both flagged key_change). A half without partner stays an UPDATE with the
     other image null, its own event id, flag orphan_before/orphan_after. Redelivered halves fold into the
-    same row; `_records` + `_merged` totals are conserved.
+    same row; `_records` + `_merged` totals are conserved. Among several copies of one half, the one cut from a
+    one-message UPDATE wins, then the lowest sort key, then the first origin, so the result is deterministic.
     """
     is_half = (F.col(B.KIND) == KIND_CHANGE) & F.col(B.PAIR).isNotNull()
     rest = df.filter(~is_half)
     halves = df.filter(is_half)
-    role = F.col(B.PAIR_ROLE)
-    whole = F.struct(*[F.col(n) for n in _NAMES])
+    role = F.substring_index(F.col(B.PAIR_ROLE), "/", 1)
+    preference = F.struct(
+        F.when(F.col(B.PAIR_ROLE).endswith(WHOLE), 0).otherwise(1).alias("whole_first"),
+        F.col("sort_key").alias("sort_key"),
+        F.col("origin").alias("origin"),
+    )
+    row = F.struct(*[F.col(n) for n in _NAMES])
     n = F.col(B.RECORDS) + F.col(B.MERGED)
     g = halves.groupBy(B.PAIR).agg(
-        F.min_by(whole, F.when(role == "before", F.col("sort_key"))).alias("b"),
-        F.min_by(whole, F.when(role == "after", F.col("sort_key"))).alias("a"),
+        F.min_by(row, F.when(role == "before", preference)).alias("b"),
+        F.min_by(row, F.when(role == "after", preference)).alias("a"),
         F.sum(F.when(role == "before", n).otherwise(0)).alias("nb"),
         F.sum(F.when(role == "after", n).otherwise(0)).alias("na"),
     )

@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import orjson
 
-from cdcnorm.adapters.datahub.scalars import EPOCH
+from cdcnorm.adapters.datahub.scalars import EPOCH, is_unset
 from cdcnorm.adapters.datahub.scalars import text_or_none as _text
 from cdcnorm.containers import Damage, Source, as_source, csv_records
 from cdcnorm.errors import DecodeError
@@ -104,7 +104,8 @@ def _field(f: Any) -> TupleField:
 class TupleEvent:
     """One decoded TUPLE row: its meta columns and the typed image of the source columns."""
 
-    seq: int | tuple | str
+    seq: int | tuple | str | None
+    """None for the full-load sentinel (`-1`)"""
     seq_raw: str
     op_letter: str
     role: str
@@ -207,13 +208,16 @@ def convert(value: Any, vtype: str | None, column: str) -> Any:
     return value
 
 
-def _sequence(row: Mapping[str, Any]) -> tuple[int | tuple | str, str]:
+def _sequence(row: Mapping[str, Any]) -> tuple[int | tuple | str | None, str]:
     """(comparable sequence, raw text): `_sequence_id_` as an integer; the legacy binlog-file-offset as
-    the tuple of its numbers (file number, offset), so both compare numerically."""
+    the tuple of its numbers (file number, offset), so both compare numerically; None for the full-load
+    sentinel `-1`."""
     for name in SEQ_COLUMNS:
         raw = _text(row.get(name))
         if raw is None:
             continue
+        if is_unset(raw):
+            return None, raw
         if raw.isdigit():
             return int(raw), raw
         nums = tuple(int(d) for d in _DIGITS.findall(raw))
@@ -226,8 +230,9 @@ def _sequence(row: Mapping[str, Any]) -> tuple[int | tuple | str, str]:
 
 
 def execute_time(value: Any, vtype: str | None) -> dt.datetime | None:
-    """`_execute_time_`: a TIMESTAMP field is µs; a number is read by magnitude (s, ms, µs or ns)."""
-    if value is None or value == "":
+    """`_execute_time_`: a TIMESTAMP field is µs; a number is read by magnitude (s, ms, µs or ns); the
+    full-load sentinel `-1` (any negative number) is unknown, never a 1969 time."""
+    if value is None or value == "" or is_unset(value):
         return None
     if isinstance(value, dt.datetime) or vtype == "TIMESTAMP":
         return _timestamp(value, "_execute_time_")

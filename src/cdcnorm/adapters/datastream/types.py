@@ -122,12 +122,18 @@ _NANOS = re.compile(r"(\.\d{6})\d+")
 
 
 def parse_ts(value: Any) -> dt.datetime | None:
-    """Envelope timestamps in every observed form -> UTC datetime.
+    """Envelope timestamps in every observed form -> UTC datetime; None when absent or a sentinel.
 
     Avro: epoch millis (int) or a datetime; JSON: '2024-03-31T16:23:07.938Z', '2021-12-25 05:42:04.408',
     '2025-11-05T18:23:46.698000Z', '2019-11-07T02:15:39', or an epoch-millis number or digit string. A string
-    without a zone is UTC (Datastream writes UTC). Raises ValueError for anything else.
+    without a zone is UTC (Datastream writes UTC). Raises ValueError for anything else. A time before the
+    epoch (e.g. `-1` ms) is not a capture time but an "unset" sentinel: None, never 1969-12-31T23:59:59.999.
     """
+    ts = _parse_ts(value)
+    return None if ts is not None and ts < EPOCH else ts
+
+
+def _parse_ts(value: Any) -> dt.datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, dt.datetime):
@@ -156,10 +162,10 @@ def parse_ns(value: Any) -> int | None:
     text = str(value).strip()
     m = re.match(r"(.*?\d{2}:\d{2}:\d{2})(?:\.(\d+))?(.*)$", text)
     if not m:
-        ts = parse_ts(text)
+        ts = _parse_ts(text)
         return None if ts is None else (ts - EPOCH) // _ONE_US * 1000
     head, frac, tail = m.groups()
-    base = parse_ts(head + tail)
+    base = _parse_ts(head + tail)
     assert base is not None
     nanos = int((frac or "0")[:9].ljust(9, "0"))
     return (base - EPOCH) // dt.timedelta(seconds=1) * 1_000_000_000 + nanos

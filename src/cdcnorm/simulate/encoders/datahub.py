@@ -3,6 +3,10 @@
 Written from docs/reference (datahub.md) and the vendor's documented Blob message format, never from the
 decoder. Blob values use the six StreamX types (no exact decimal: DECIMAL travels as STRING; DATE and
 timestamps as epoch milliseconds); an UPDATE is an UPDATE_BEFOR + UPDATE_AFTER pair sharing a sequenceId.
+With the `aliyun_json` quirk the Blob lines format (`datahub-blob`) carries the traits of real DataWorks
+"aliyun-json" output (reference item 13): about half of the updates are ONE `UPDATE_AFTER` message with both
+images (some of those are delivered again as a separate `UPDATE_BEFOR` half), full-load records carry
+`sequenceId "-1"` and `eventTime`/`checkpointTime` -1, and DOUBLE values are strings (`"1.100000"`).
 Tuple topics are one table each with a fixed schema: no DDL, truncate, heartbeat or transaction markers.
 """
 
@@ -27,6 +31,12 @@ BLOB_TOPIC = "sim_shop_blob"
 SHARDS = 2
 FULL_LOAD_BASE, CDC_BASE = 1_600_000_000_000_000_000, 1_700_000_000_000_000_000
 HEARTBEAT_EVERY = 97
+ONE_MESSAGE_SHARE = 0.5
+"""aliyun_json: share of updates delivered as one message carrying both images."""
+OTHER_SHAPE_SHARE = 0.2
+"""aliyun_json: share of one-message updates whose UPDATE_BEFOR half is also delivered on its own."""
+FULL_LOAD_SENTINEL = "-1"
+"""aliyun_json: the sequenceId (and, as a number, eventTime/checkpointTime) of a full-load record."""
 TUPLE_META = ("_sequence_id_", "_operation_type_", "_excute_time_", "_source_table_", "_before_image_", "_after_image_")
 
 _BLOB_TYPES = {"int": "LONG", "bigint": "LONG", "decimal": "STRING", "double": "DOUBLE", "boolean": "BOOLEAN",
@@ -66,6 +76,14 @@ def blob_value(col: Col, v: Any) -> Any:
     if base == "binary":
         return base64.b64encode(v).decode("ascii")
     return v
+
+
+def _double_text(col: Col, v: Any) -> Any:
+    """aliyun-json: a DOUBLE value as DataWorks' fixed six-decimal text (`"1.100000"`); others as documented.
+    The history's doubles have at most six decimals, so the text reads back as the same double."""
+    if col.base == "double" and v is not None:
+        return f"{v:.6f}"
+    return blob_value(col, v)
 
 
 def tuple_value(col: Col, v: Any) -> str:
@@ -122,6 +140,8 @@ class DataHubBlobEncoder:
         self.puts = 0
         self.update_no = 0
         self.counts: dict[str, int] = {"records": 0, "files": 0}
+        self.aliyun = "aliyun_json" in quirks and fmt == "blob"
+        self.shape_rng = lane_rng(seed, self.vf, "aliyun_json")
 
     def identity(self, t: TableDef) -> dict[str, Any]:
         return {"vendor": "datahub", "stream": f"{PROJECT}/{BLOB_TOPIC}", "source_db": "mysql", "database": DB_NAME,
@@ -136,9 +156,13 @@ class DataHubBlobEncoder:
                 "primaryKey": list(t.primary_key), "source": self._source(t)}
 
     def _image(self, t: TableDef, row: dict[str, Any]) -> dict[str, Any]:
-        return {"dataColumn": {c.name: blob_value(c, row.get(c.name)) for c in t.columns_at(self.versions[t.index])}}
+        cols = t.columns_at(self.versions[t.index])
+        if self.aliyun:
+            return {"dataColumn": {c.name: _double_text(c, row.get(c.name)) for c in cols}}
+        return {"dataColumn": {c.name: blob_value(c, row.get(c.name)) for c in cols}}
 
-    def _record(self, schema: dict, op: str, seq: str | None, ms: int, *, before=None, after=None, ddl=None) -> bytes:
+    def _record(self, schema: dict, op: str, seq: str | None, ms: int, *, before=None, after=None, ddl=None,
+                full_load: bool = False) -> bytes:
         payload: dict[str, Any] = {"op": op}
         if seq is not None:
             payload["sequenceId"] = seq
@@ -148,14 +172,19 @@ class DataHubBlobEncoder:
             payload["after"] = after
         if ddl is not None:
             payload["ddl"] = {"text": ddl, "ddlMeta": base64.b64encode(b"\xac\xed\x00\x05t" + ddl.encode()).decode()}
-        payload["timestamp"] = {"eventTime": ms, "systemTime": ms + 37}
+        if self.aliyun:  # real output also names the checkpoint; a full-load record knows none of its times
+            event = -1 if full_load else ms
+            payload["timestamp"] = {"eventTime": event, "systemTime": ms + 37, "checkpointTime": event}
+        else:
+            payload["timestamp"] = {"eventTime": ms, "systemTime": ms + 37}
         return orjson.dumps({"schema": schema, "payload": payload, "version": "0.0.1"})
 
     # -- history -> records --------------------------------------------------------------------------------
     def backfill(self, t: TableDef, rows: list[dict[str, Any]], ts_us: int, at_seq: int) -> None:
         schema, ms = self._schema(t), ts_us // 1000
         for row in rows:
-            rec = self._record(schema, "INSERT", self.seq.next_full(), ms, after=self._image(t, row))
+            seq = FULL_LOAD_SENTINEL if self.aliyun else self.seq.next_full()
+            rec = self._record(schema, "INSERT", seq, ms, after=self._image(t, row), full_load=self.aliyun)
             self._put(_shard(t, row), rec, ms)
 
     def change(self, ev: Event) -> None:
@@ -183,8 +212,15 @@ class DataHubBlobEncoder:
         else:
             self.update_no += 1
             far = "far_halves" in self.quirks and (ev.key_change or self.update_no % 10 == 0)
-            self._put(_shard(t, ev.before),
-                      self._record(schema, "UPDATE_BEFOR", seq, ms, before=self._image(t, ev.before)), ms)
+            before = self._record(schema, "UPDATE_BEFOR", seq, ms, before=self._image(t, ev.before))
+            if self.aliyun and self.shape_rng.random() < ONE_MESSAGE_SHARE:
+                whole = self._record(schema, "UPDATE_AFTER", seq, ms, before=self._image(t, ev.before),
+                                     after=self._image(t, ev.after))
+                self._put(_shard(t, ev.after), whole, ms)
+                if self.shape_rng.random() < OTHER_SHAPE_SHARE:  # the same change again, as its separate half
+                    self._put(_shard(t, ev.before), before, ms, hold=self.rotate + 7 if far else 0)
+                return
+            self._put(_shard(t, ev.before), before, ms)
             after = self._record(schema, "UPDATE_AFTER", seq, ms, after=self._image(t, ev.after))
             self._put(_shard(t, ev.after), after, ms, hold=self.rotate + 7 if far else 0)
 
