@@ -894,6 +894,7 @@ class TestDataHubContract(AdapterContract):
 
     def test_every_op_family_is_present(self, rows):
         assert {r["op"] for r in rows} == {
+            "SNAPSHOT",
             "INSERT",
             "UPDATE",
             "DELETE",
