@@ -215,3 +215,13 @@ def test_apply_orders_the_full_load_before_the_changes(spark, normalized):
     (table,) = [df for tid, df in frames.items() if tid.table == "items"]
     state = {r["id"]: (r["name"], r["price"]) for r in table.collect()}
     assert state == {1: ("pen", 1.5), 4: ("cap", 3.0), 22: ("ink", 2.5)}
+
+
+def test_full_load_heartbeats_with_unknown_times_keep_distinct_ids():
+    def beat(system: int) -> bytes:
+        return json.dumps({"schema": {}, "payload": {"op": "MHEARTBEAT", "sequenceId": "-1", "timestamp": {
+            "eventTime": -1, "systemTime": system, "checkpointTime": -1}}, "version": "0.0.1"}).encode()
+
+    a, b, again = changes(decode(beat(T), beat(T + 1), beat(T)))
+    assert a["op"] == "HEARTBEAT" and a["source_ts"] is None and a["capture_ts"] == ms(T)
+    assert a["event_id"] != b["event_id"] and a["event_id"] == again["event_id"]

@@ -199,8 +199,14 @@ def whole_update(b: Base, before: dict, after: dict, missing_before: list[str] |
 
 
 def event_change(b: Base, op: str, **extra: Any) -> Change:
-    """DDL, TRUNCATE, heartbeat, transaction and control rows."""
+    """DDL, TRUNCATE, heartbeat, transaction and control rows.
+
+    Without a sequenceId the eventTime and DDL text identify the row; when the eventTime is unknown too (a
+    full-load heartbeat or marker), so does a hash of the payload it keeps (e.g. its systemTime).
+    """
     ident = (b.seq, op, b.vendor_op)
     if b.seq is None:
         ident += (b.source_ts, extra.get("ddl"))
+        if b.source_ts is None:
+            ident += (row_hash(extra.get("content")),)
     return _change(b, op, _log_order(b, 0), ident, **extra)
