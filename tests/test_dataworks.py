@@ -71,9 +71,14 @@ def test_a_half_with_an_empty_other_image_stays_a_half():
 
 
 @pytest.mark.parametrize("text, expected", [("1.100000", 1.1), ("-0.500000", -0.5), ("3", 3.0), (" 2.25 ", 2.25)])
-def test_double_sent_as_text_decodes_to_the_double(text, expected):
-    value = blob_value(text, "DOUBLE", "v")
+@pytest.mark.parametrize("vtype", ["DOUBLE", "FLOAT"])
+def test_double_sent_as_text_decodes_to_the_double(text, expected, vtype):
+    value = blob_value(text, vtype, "v")
     assert type(value) is float and value == expected
+
+
+def test_double_text_that_is_not_a_number_is_quarantined():
+    assert outcomes(decode(message("INSERT", "1", after={"id": 1, "v": "1,5"}))) == [("quarantine", "bad_value")]
 
 
 @pytest.mark.parametrize("version", ["0.0.1", "0.0.2", "1.0", 2, None])

@@ -14,12 +14,14 @@ from cdcnorm.errors import DecodeError
 BLOB_TYPES: dict[str, str] = {
     "LONG": "bigint",
     "DOUBLE": "double",
+    "FLOAT": "float",
     "BOOLEAN": "boolean",
     "STRING": "string",
     "DATE": "timestamp",
     "BYTES": "binary",
 }
-"""DataWorks Blob field type -> canonical type (DATE: epoch milliseconds; BYTES: standard Base64)."""
+"""DataWorks Blob field type -> canonical type (DATE: epoch milliseconds; BYTES: standard Base64). FLOAT is not one
+of the six documented types; it is read like DOUBLE should a writer use it."""
 
 
 def millis_to_datetime(value: Any, what: str) -> dt.datetime | None:
@@ -69,13 +71,13 @@ def blob_value(value: Any, vtype: str | None, column: str) -> Any:
     t = (vtype or "").upper()
     if t == "LONG":
         return _blob_long(value, column)
-    if t == "DOUBLE":
+    if t in ("DOUBLE", "FLOAT"):  # a JSON number, or its text as real output sends it ("1.100000")
         if isinstance(value, bool) or not isinstance(value, int | float | str):
-            raise DecodeError("bad_value", f"column {column!r}: {value!r} is not a DOUBLE")
+            raise DecodeError("bad_value", f"column {column!r}: {value!r} is not a {t}")
         try:
             return float(value)
         except ValueError:
-            raise DecodeError("bad_value", f"column {column!r}: {value!r} is not a DOUBLE") from None
+            raise DecodeError("bad_value", f"column {column!r}: {value!r} is not a {t}") from None
     if t == "BOOLEAN":
         if isinstance(value, bool):
             return value
