@@ -7,8 +7,8 @@ DataWorks meta columns (see :mod:`cdcnorm.adapters.datahub.tuple_topic`). An UPD
 sharing a sequence id (`UPDATE_BEFOR` + `UPDATE_AFTER`, or two `U` rows), possibly far apart and in different
 files, so each half is decoded as its own row (a one-message UPDATE as both halves) and
 :meth:`DataHubAdapter.post_process` pairs them in Spark (:func:`~cdcnorm.adapters.datahub.pairing.pair_updates`).
-Full-load records (sequenceId `-1`) become SNAPSHOT rows with unknown times. This module reads files and messages and dispatches
-each record; the rows' sort/id recipe is in :mod:`~cdcnorm.adapters.datahub.changes`.
+Full-load records (sequenceId `-1`) become SNAPSHOT rows with unknown times. This module reads files and
+messages and dispatches each record; the rows' sort/id recipe is in :mod:`~cdcnorm.adapters.datahub.changes`.
 """
 
 from __future__ import annotations
