@@ -6,6 +6,7 @@ import base64
 import binascii
 import datetime as dt
 import re
+from decimal import Decimal
 from typing import Any
 
 from cdcnorm.adapters.datahub.scalars import EPOCH
@@ -70,7 +71,7 @@ def blob_value(value: Any, vtype: str | None, column: str) -> Any:
     if t == "LONG":
         return _blob_long(value, column)
     if t == "DOUBLE":
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
+        if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):  # Decimal: 1e400
             raise DecodeError("bad_value", f"column {column!r}: {value!r} is not a DOUBLE")
         try:
             return float(value)
