@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,8 +69,8 @@ def _json_cases(prefix: str, good, bad_record: bytes, wrong_vendor: bytes, wrong
     g = [good(i) for i in range(1, 21)]
     cases = [
         Case(f"{prefix}bom_crlf.jsonl", BOM + b"\r\n".join(g[:3]) + b"\r\n", 3, keys=[key(i) for i in (1, 2, 3)]),
-        Case(f"{prefix}broken_middle.jsonl", b"\n".join([g[0], g[1], bad_record, g[2], g[3]]) + b"\n", 4,
-             {"bad_json": 1}, keys=[key(i) for i in (1, 2, 3, 4)], raws=[bad_record]),
+        Case(f"{prefix}broken_middle.jsonl", b"\n".join([good(21), good(22), bad_record, good(23), good(24)]) + b"\n",
+             4, {"bad_json": 1}, keys=[key(i) for i in (21, 22, 23, 24)], raws=[bad_record]),
         Case(f"{prefix}truncated_last.jsonl", b"\n".join([g[4], g[5], g[6][: len(g[6]) // 2]]), 2, {"bad_json": 1},
              keys=[key(5), key(6)], raws=[g[6][: len(g[6]) // 2]]),
         Case(f"{prefix}non_utf8.jsonl", b"\n".join([g[7], g[8].replace(b'"', b'"\xff\xfe', 1), g[9]]) + b"\n", 2,
@@ -81,14 +82,15 @@ def _json_cases(prefix: str, good, bad_record: bytes, wrong_vendor: bytes, wrong
         Case(f"{prefix}unknown_op.jsonl", b"\n".join([g[13], unknown_op]) + b"\n", 1, {unknown_class: 1},
              keys=[key(14)], raws=[unknown_op]),
         Case(f"{prefix}whitespace.jsonl", b" \n\t\r\n  \n", 0),
+        Case(f"{prefix}empty.jsonl", b"", 0),  # a zero-byte object: skipped when listing (skipped_objects)
     ]
     pretty = [json.dumps(json.loads(r), indent=2).encode() for r in g[14:18]]
     broken = pretty[1][: len(pretty[1]) // 2]
     cases.append(Case(f"{prefix}concatenated.json", b"\n".join([pretty[0], broken, pretty[2], pretty[3]]), 3,
                       {"bad_json": 1}, keys=[key(15), key(17), key(18)], raws=[broken + b"\n"]))
     arr_broken = g[19][:-5]
-    cases.append(Case(f"{prefix}array.json", b"[" + b",\n".join([g[18], arr_broken, g[17]]) + b"]", 2,
-                      {"bad_json": 1}, keys=[key(19), key(18)]))
+    cases.append(Case(f"{prefix}array.json", b"[" + b",\n".join([g[18], arr_broken, good(25)]) + b"]", 2,
+                      {"bad_json": 1}, keys=[key(19), key(25)]))
     # numbers: each record's value must be kept exactly (or the record quarantined with the named class)
     num_lines, num_rows, num_q, num_keys = [], 0, {}, []
     for i, (record, klass) in enumerate(numbers):
@@ -100,24 +102,24 @@ def _json_cases(prefix: str, good, bad_record: bytes, wrong_vendor: bytes, wrong
             num_keys.append(key(100 + i))
     cases.append(Case(f"{prefix}numbers.jsonl", b"\n".join(num_lines) + b"\n", num_rows, num_q, keys=num_keys))
     big = good(200, big=True)
-    cases.append(Case(f"{prefix}five_mb_line.jsonl", b"\n".join([g[0], big, g[1]]) + b"\n", 3,
-                      keys=[key(1), key(200), key(2)]))
+    cases.append(Case(f"{prefix}five_mb_line.jsonl", b"\n".join([good(26), big, good(27)]) + b"\n", 3,
+                      keys=[key(26), key(200), key(27)]))
     # gzip: cut at several points of one deflate stream, a cut inside a member header, a corrupt member
-    whole = b"\n".join(good(300 + i) for i in range(40)) + b"\n"
-    packed = gzip.compress(whole, mtime=0)
-    for frac in (3, 2):
-        cut = packed[: len(packed) * (frac - 1) // frac] if frac > 2 else packed[: len(packed) // 2]
+    for base, share in ((300, 1 / 3), (350, 1 / 2), (400, 2 / 3)):  # each file its own records (no duplicates)
+        packed = gzip.compress(b"\n".join(good(base + i) for i in range(40)) + b"\n", mtime=0)
+        cut = packed[: int(len(packed) * share)]
         n = _complete_lines(cut)
-        cases.append(Case(f"{prefix}cut_{frac}.jsonl.gz", cut, n, {"truncated_gzip": 1},
-                          keys=[key(300 + i) for i in range(n)]))
+        cases.append(Case(f"{prefix}cut_{base}.jsonl.gz", cut, n, {"truncated_gzip": 1},
+                          keys=[key(base + i) for i in range(n)]))
     cases.append(Case(f"{prefix}cut_header.jsonl.gz", packed[:6], 0, {"truncated_gzip": 1}, raws=[packed[:6]]))
-    multi, starts = _members([good(400 + i) for i in range(5)])
+    multi, starts = _members([good(450 + i) for i in range(5)])
     cases.append(Case(f"{prefix}cut_at_member.jsonl.gz", multi[: starts[3] + 4], 3, {"truncated_gzip": 1},
-                      keys=[key(400 + i) for i in range(3)], raws=[multi[starts[3]: starts[3] + 4]]))
+                      keys=[key(450 + i) for i in range(3)], raws=[multi[starts[3]: starts[3] + 4]]))
+    multi, starts = _members([good(460 + i) for i in range(5)])
     corrupt = bytearray(multi)
     corrupt[starts[2]] = 0x00  # member 3's magic is gone: what follows member 2 is not gzip
     cases.append(Case(f"{prefix}corrupt_member.jsonl.gz", bytes(corrupt), 2, {"corrupt_gzip": 1},
-                      keys=[key(400), key(401)], raws=[bytes(corrupt[starts[2]:])]))
+                      keys=[key(460), key(461)], raws=[bytes(corrupt[starts[2]:])]))
     return cases
 
 
@@ -149,7 +151,7 @@ def datastream_cases() -> list[Case]:
                       len(ODD_NAMES), keys=[500 + i for i in range(len(ODD_NAMES))]))
     cases.append(Case("exports/not_datastream.csv", b"id,name\n1,a\n", 0, {"unknown_format": 1}, raws=[b"id,name\n1,a\n"]))
     cases += _avro_cases(next((SAMPLES / "datastream" / "shop_payments").rglob("*backfill*.avro")), "", "corrupt_avro")
-    cases += _parquet_cases("bq/", _bigquery_rows())
+    cases += _parquet_cases("bq/", _bigquery_rows(), repeats=True)
     return cases
 
 
@@ -190,7 +192,7 @@ def datahub_cases() -> list[Case]:
                        "timestamp": {"eventTime": 1605339932600, "systemTime": 1605339932736, "checkpointTime": 1}}
     cases.append(Case("blob/heartbeat.jsonl", _lines([beat]) + dh_record(601) + b"\n", 2, keys=[None, 601]))
     head = b"id,_sequence_id_,_operation_type_,_execute_time_,_source_table_,_before_image_,_after_image_\n"
-    rows = [f"{i},{10 + i},I,{1000 + i},items,N,Y\n".encode() for i in range(1, 5)]
+    rows = [f"{i},{100 + i},I,{1000 + i},items,N,Y\n".encode() for i in range(1, 5)]
     bad = b"5,15,I,1005,items,N,Y,extra,fields\n"
     cases.append(Case("tuple/broken_row.csv", head + rows[0] + rows[1] + bad + rows[2] + rows[3], 4,
                       {"bad_csv": 1}, raws=[head + bad]))  # raw repeats the header: it decodes on its own
@@ -238,7 +240,7 @@ def replicate_cases() -> list[Case]:
                        dh_record(1), "unknown_format", numbers, rp_dt(999, op="MERGE"), "unknown_op")
     cases = []
     for c in base:  # every Replicate JSON file opens with the table's metadata message (one more record)
-        if c.name.endswith(".gz") or c.name.endswith(".json") or "whitespace" in c.name:
+        if c.name.endswith((".gz", ".json")) or not c.data.strip():
             cases.append(c)
             continue
         bom = c.data.startswith(BOM)
@@ -314,7 +316,7 @@ def _avro_cases(path: Path, prefix: str, corrupt_class: str) -> list[Case]:
     ]
 
 
-def _parquet_cases(prefix: str, rows: list[dict]) -> list[Case]:
+def _parquet_cases(prefix: str, rows: list[dict], repeats: bool = False) -> list[Case]:
     from cdcnorm.containers.parquet import _byte_range
 
     buf = io.BytesIO()
@@ -324,7 +326,7 @@ def _parquet_cases(prefix: str, rows: list[dict]) -> list[Case]:
     group = data[:start] + b"\xff" * (end - start) + data[end:]
     footer = data[:-12] + b"\xff" * 8 + data[-4:]
     return [
-        Case(f"{prefix}bad_row_group.parquet", group, len(rows) - 2, {"corrupt_parquet": 1}),
+        Case(f"{prefix}bad_row_group.parquet", group, len(rows) - 2, {"corrupt_parquet": 1}, repeats=repeats),
         Case(f"{prefix}bad_footer.parquet", footer, 0, {"corrupt_parquet": 1}, raws=[footer]),
     ]
 
@@ -344,5 +346,5 @@ def build(vendor: str, root: Path) -> dict[str, Case]:
         p = root / case.name
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(case.data)
-        out[str(p.resolve())] = case
+        out[os.path.abspath(p)] = case
     return out

@@ -8,6 +8,7 @@ into a lake whose rows, quarantine and run report are checked per origin uri (sl
 from __future__ import annotations
 
 import io
+import json
 import os
 from collections import Counter
 
@@ -94,3 +95,71 @@ def test_every_damaged_file_decodes_to_its_exact_outcome(vendor, tmp_path):
             problems.append(f"{case.name}: raw bytes {[bytes(r['_raw'])[:40] for r in quarantine]} "
                             f"!= {[x[:40] for x in case.raws]}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_one_normalize_over_the_corpus_reconciles_exactly_per_file(vendor, spark, tmp_path):
+    """One run per vendor over its whole corpus: per origin uri, the lake's rows and quarantine are the case's;
+    the run report's records_read is the records the files hold and every outcome adds up; apply keeps every
+    table folder (odd names included) inside the lake."""
+    from pyspark.sql import functions as F
+
+    import cdcnorm
+
+    files = damaged_corpus.build(vendor, tmp_path / "in")
+    lake = str(tmp_path / "lake")
+    result = cdcnorm.normalize([str(tmp_path / "in")], vendor, spark=spark, lake=lake,
+                               options=damaged_corpus.OPTIONS.get(vendor, {}))
+    report = result.report
+    listed = {p: c for p, c in files.items() if not skip_reason(p, len(c.data))}
+    oc = report["outcomes"]
+    assert report["skipped_objects"] == {"zero_byte_object": len(files) - len(listed)}
+    assert report["records_read"] == sum(c.records for c in listed.values())
+    assert report["reconciled"] and sum(oc.values()) == report["records_read"]
+    assert oc["quarantined"] == sum(sum(c.quarantined.values()) for c in listed.values())
+    assert oc["metadata"] == sum(c.metadata for c in listed.values()) and oc["filtered"] == 0
+    assert oc["emitted"] + oc["merged"] + oc["duplicate"] == sum(c.rows for c in listed.values())
+    repeated = [c for c in listed.values() if c.repeats]
+    assert oc["duplicate"] <= sum(c.rows for c in repeated)  # only files whose records repeat one another
+
+    changes = cdcnorm.read_changes(spark, lake)
+    assert changes.count() == changes.select("event_id").distinct().count() == report["rows_written"]
+    per_uri = {r["uri"]: (r["n"], r["keys"]) for r in changes.groupBy(F.col("origin.uri").alias("uri")).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sort_array(F.collect_list(F.struct(F.col("origin.index"), F.to_json("key").alias("k")))).alias("keys"),
+    ).collect()}
+    quarantine = cdcnorm.read_quarantine(spark, lake).select(
+        F.col("origin.uri").alias("uri"), F.col("origin.index").alias("index"), "error_class", "raw", "message",
+    ).orderBy("uri", "index").collect()
+    problems = []
+    for path, case in listed.items():
+        n, keys = per_uri.get(path, (0, []))
+        if case.repeats:  # records that made rows (a key change is two rows of one record), some duplicates
+            n = len({k["index"] for k in keys})
+            ok = n <= case.rows
+        else:
+            ok = n == case.rows
+            if ok and case.keys is not None:
+                got = [_key_id(json.loads(k["k"])) if k["k"] else None for k in keys]
+                ok = got == case.keys
+                n = (n, got)
+        if not ok:
+            problems.append(f"{case.name}: {n} rows, want {case.rows} {case.keys or ''}")
+        q = [r for r in quarantine if r["uri"] == path]
+        if dict(Counter(r["error_class"] for r in q)) != case.quarantined:
+            problems.append(f"{case.name}: quarantine {Counter(r['error_class'] for r in q)} != {case.quarantined}")
+        if any(not r["raw"] or r["error_class"] in NOT_ACTIONABLE or not r["message"] for r in q):
+            problems.append(f"{case.name}: a quarantine row without raw bytes or an actionable reason")
+        if case.raws is not None and [bytes(r["raw"]) for r in q] != case.raws:
+            problems.append(f"{case.name}: quarantined raw bytes differ")
+    assert not problems, "\n".join(problems)
+
+    applied = cdcnorm.apply(spark, lake)
+    root = os.path.realpath(lake)
+    for dirpath, dirnames, filenames in os.walk(root):
+        assert os.path.realpath(dirpath).startswith(root)
+        assert all(len(n.encode()) <= 255 for n in dirnames + filenames)
+    written = {os.path.realpath(os.path.join(lake, t["path"])) for t in applied.summary["tables"]}
+    assert all(p.startswith(root + "/current/") and os.path.isdir(p) for p in written)
+    assert len(written) == len(applied.summary["tables"])
