@@ -124,6 +124,7 @@ class HadoopFS:
         self._jvm = spark.sparkContext._jvm
         conf = spark.sparkContext._jsc.hadoopConfiguration()
         self._fs = self._path(root).getFileSystem(conf)
+        self._local = is_local(root)
 
     def _path(self, p: str):
         return self._jvm.org.apache.hadoop.fs.Path(p)
@@ -166,3 +167,51 @@ class HadoopFS:
             return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)).decode("utf-8")
         finally:
             stream.close()
+
+    # -- the writer lock's primitives (cdcnorm.lake_lock): atomic create-if-absent and rename ---------------
+    def create_exclusive(self, p: str, text: str) -> bool:
+        """Create `p` holding `text` only if it does not exist (atomic: O_EXCL locally, the file system's
+        create-if-absent otherwise); False when it already exists."""
+        data = text.encode("utf-8")
+        if self._local:
+            try:
+                fd = os.open(local_path(p), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return False
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return True
+        try:
+            out = self._fs.create(self._path(p), False)
+        except Exception as exc:  # Py4J wraps FileAlreadyExistsException
+            if "FileAlreadyExists" in str(exc) or "already exists" in str(exc):
+                return False
+            raise
+        try:
+            out.write(bytearray(data))
+        finally:
+            out.close()
+        return True
+
+    def read_text_or_none(self, p: str) -> str | None:
+        """The file's text, or None when it does not exist (any longer)."""
+        if self._local:
+            try:
+                with open(local_path(p), "rb") as fh:
+                    return fh.read().decode("utf-8", "replace")
+            except FileNotFoundError:
+                return None
+        return self.read_text(p) if self.exists(p) else None
+
+    def try_rename(self, src: str, dst: str) -> bool:
+        """Rename a file; False when `src` is gone (another process moved it first)."""
+        if self._local:
+            try:
+                os.rename(local_path(src), local_path(dst))
+            except FileNotFoundError:
+                return False
+            return True
+        return bool(self._fs.rename(self._path(src), self._path(dst)))

@@ -12,6 +12,8 @@ Layout (all Parquet unless noted)::
 A run writes everything under `LAKE/_staging/R/`, moves the finished directories into place, and writes
 `runs/R.json` last. Readers only see committed runs, so a crashed run leaves the lake readable; the next
 run deletes its leftovers and, since event ids are deterministic, re-running completes the work.
+Every writer holds `LAKE/_lock.json` while it writes (:mod:`cdcnorm.lake_lock`): a second writer is refused,
+and leftovers are only cleaned up under the lock, so one run never deletes another's staged files.
 :func:`write_run` commits a derived stream (a cut-over's stitched stream, a scenario's vendors) the same way.
 """
 
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
@@ -37,6 +41,7 @@ from cdcnorm.canonical.schema import (
 )
 from cdcnorm.errors import LakeError
 from cdcnorm.fs import HadoopFS
+from cdcnorm.lake_lock import holds_lock, writer_lock
 
 LAKE_FORMAT = 1
 MARKER = "_cdcnorm.json"
@@ -84,8 +89,15 @@ class Lake:
     def run_report(self, run_id: str) -> dict:
         return orjson.loads(self.fs.read_text(self._p("runs", run_id + ".json")))
 
+    def writer(self, command: str, run_id: str | None = None, break_lock: bool = False):
+        """Hold the lake's writer lock for a block (see :mod:`cdcnorm.lake_lock`)."""
+        return writer_lock(self.fs, self.path, command, run_id, break_lock)
+
     def cleanup_uncommitted(self) -> None:
-        """Delete what crashed runs left behind (staging and moved-but-uncommitted directories)."""
+        """Delete what crashed runs left behind (staging and moved-but-uncommitted directories); only under the
+        writer lock, since without it the "leftovers" may be another run's work in progress."""
+        if not holds_lock(self.path):
+            raise LakeError(f"cleanup of {self.path} needs the lake's writer lock (Lake.writer)")
         committed = set(self.committed_runs())
         self.fs.delete(self._p("_staging"))
         for vendor_dir in self.fs.list_dir(self._p("changes")):
@@ -156,6 +168,21 @@ class Lake:
         return df.groupBy("version_id").agg(first.alias("s")).select("s.*")
 
 
+@contextmanager
+def open_for_write(spark: SparkSession, path: str, command: str, run_id: str | None = None,
+                   break_lock: bool = False, create: bool = True) -> Iterator[Lake]:
+    """The lake at `path` (created if asked) with its writer lock held, leftovers of crashed runs removed."""
+    fs = HadoopFS(spark, path)
+    if create:
+        fs.mkdirs(path.rstrip("/"))
+    else:
+        Lake(spark, path)  # a missing lake is reported as such, not as a lock failure
+    with writer_lock(fs, path, command, run_id, break_lock):
+        lk = Lake(spark, path, create=create)
+        lk.cleanup_uncommitted()
+        yield lk
+
+
 def read_changes(spark: SparkSession, lake: str) -> DataFrame:
     """Canonical rows of a lake, in canonical column order."""
     return Lake(spark, lake).changes()
@@ -195,10 +222,14 @@ def canonical(df: DataFrame) -> DataFrame:
 def write_run(spark: SparkSession, lake: str, changes: DataFrame, schemas: DataFrame | None,
               report: dict[str, Any]) -> dict[str, Any]:
     """Commit `changes` (canonical columns) and `schemas` as one run of `lake`; returns the run report."""
-    started = dt.datetime.now(dt.UTC)
-    lk = Lake(spark, lake, create=True)
-    lk.cleanup_uncommitted()
     run_id = new_run_id()
+    with open_for_write(spark, lake, report.get("input_kind", "derived"), run_id) as lk:
+        return _write_run(spark, lk, run_id, changes, schemas, report)
+
+
+def _write_run(spark: SparkSession, lk: Lake, run_id: str, changes: DataFrame, schemas: DataFrame | None,
+               report: dict[str, Any]) -> dict[str, Any]:
+    started = dt.datetime.now(dt.UTC)
     existing = lk.changes().select("event_id")
     candidates = canonical(changes)
     new_rows = candidates.join(existing, "event_id", "left_anti").select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])

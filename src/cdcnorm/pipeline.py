@@ -35,7 +35,8 @@ from cdcnorm.canonical.schema import (
 from cdcnorm.errors import CdcError, UsageError
 from cdcnorm.first_pass import first_pass
 from cdcnorm.fs import FileEntry, list_files, open_input
-from cdcnorm.lake import Lake, new_run_id
+from cdcnorm.lake import Lake, new_run_id, open_for_write
+from cdcnorm.lake_lock import taken_over
 from cdcnorm.session import get_spark, keep_exact_variants
 from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
 
@@ -65,22 +66,31 @@ def normalize(
     lake: str | None = None,
     progress: Progress | None = None,
     resolves: DataFrame | None = None,
+    break_lock: bool = False,
 ) -> NormalizeResult:
     """Normalize files (paths) or a raw-message DataFrame into canonical change rows.
 
-    With `lake`, the run is staged and committed into the lake and rows already there are counted as
-    duplicates; without it, the result's DataFrames are computed in memory. `resolves` (quarantine ids being
-    retried) marks those ids resolved unless this run quarantined the same record again.
+    With `lake`, the run holds the lake's writer lock (a second writer is refused; `break_lock` removes a
+    lock left by a writer on another host), is staged and committed into the lake, and rows already there are
+    counted as duplicates; without it, the result's DataFrames are computed in memory. `resolves` (quarantine
+    ids being retried) marks those ids resolved unless this run quarantined the same record again.
     """
-    say = progress or (lambda _msg: None)
     spark = spark or get_spark()
     keep_exact_variants(spark)
     started = dt.datetime.now(dt.UTC)
     run_id = new_run_id()
-    lake_obj = Lake(spark, lake, create=True) if lake else None
-    if lake_obj:
-        lake_obj.cleanup_uncommitted()
+    args = (source, vendor, spark, options, column_map, progress, resolves, run_id, started)
+    if not lake:
+        return _normalize(*args, None)
+    with open_for_write(spark, lake, "normalize", run_id, break_lock) as lake_obj:
+        return _normalize(*args, lake_obj)
 
+
+def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, options: dict[str, Any] | None,
+               column_map: dict[str, str] | None, progress: Progress | None, resolves: DataFrame | None,
+               run_id: str, started: dt.datetime, lake_obj: Lake | None) -> NormalizeResult:
+    say = progress or (lambda _msg: None)
+    lake = lake_obj.path if lake_obj else None
     if isinstance(source, DataFrame):
         kind, inputs, skipped, n_files = "messages", ["<DataFrame>"], {}, 0
         raw = prepare_messages(source, column_map)
@@ -138,6 +148,9 @@ def normalize(
             report["quarantine_resolved"] = spark.read.parquet(lake_obj.staging(run_id, "quarantine_resolved")).count()
         report["quarantine_new"] = spark.read.parquet(lake_obj.staging(run_id, "quarantine")).count()
         report["schema_versions_new"] = spark.read.parquet(lake_obj.staging(run_id, "schemas")).count()
+        previous = taken_over(lake_obj.path)
+        if previous:
+            report["lock_taken_over"] = previous
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
         lake_obj.commit(run_id, report)
     else:

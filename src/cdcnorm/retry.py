@@ -21,6 +21,12 @@ def retry_quarantine(spark: SparkSession, lake: str, vendor: str | None = None,
                      options: dict[str, Any] | None = None) -> dict[str, dict[str, int]]:
     """Retry every unresolved quarantined record of the lake (of one vendor, if given)."""
     lk = Lake(spark, lake)
+    with lk.writer("quarantine retry"):  # the lock spans reading the pending records and every vendor's run
+        return _retry(spark, lk, lake, vendor, options)
+
+
+def _retry(spark: SparkSession, lk: Lake, lake: str, vendor: str | None,
+           options: dict[str, Any] | None) -> dict[str, dict[str, int]]:
     pending = lk.quarantine().where(F.col("raw").isNotNull() & F.col("vendor").isNotNull())
     if vendor:
         pending = pending.where(F.col("vendor") == vendor)

@@ -190,7 +190,7 @@ def event_id_of(vendor: str, stream: str, table_ident: tuple, id_parts: tuple) -
 def _decimal_fits(value: Decimal) -> bool:
     try:
         variant.encode(value)
-    except variant.VariantEncodeError:
+    except (variant.VariantEncodeError, ValueError):  # ValueError: beyond Python's 4300-digit int() limit
         return False
     return True
 

@@ -22,6 +22,8 @@ def normalize(
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any record was quarantined.")] = False,
     option: OptionOpt = None,
     master: MasterOpt = None,
+    break_lock: Annotated[bool, typer.Option(
+        "--break-lock", help="Remove the lake's writer lock left by a writer that is gone (e.g. on another host).")] = False,
 ) -> None:
     """Normalize vendor CDC files into canonical change records in LAKE."""
 
@@ -36,7 +38,12 @@ def normalize(
         with console.status("starting Spark") as status:
             spark = get_spark(master, quiet=True)
             result = do_normalize(inputs, vendor, spark=spark, options=options, lake=lake,
-                                  progress=lambda msg: status.update(msg))
+                                  progress=lambda msg: status.update(msg), break_lock=break_lock)
+        previous = result.report.get("lock_taken_over")
+        if previous:
+            err.print(f"[yellow]note:[/yellow] took over the lake's writer lock of run {previous.get('run_id')} "
+                      f"(pid {previous.get('pid')} on {previous.get('host')}; {previous.get('reason')}).",
+                      highlight=False, soft_wrap=True)
         print_report(result.report, lake)
         if strict and result.report["outcomes"]["quarantined"]:
             err.print(f"[yellow]--strict:[/yellow] {result.report['outcomes']['quarantined']} record(s) quarantined; "

@@ -39,6 +39,8 @@ def container_of(src: Source) -> str:
         return "parquet"
     probe = src.peek(1 << 16)
     text = probe.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if not text and src.damage is not None:  # a gzip stream broken before its first record: the JSON reader
+        return "json"  # reports it (with the compressed bytes), so the file is never silently empty
     if not text:
         return "empty" if len(probe) < 1 << 16 else "other"
     return "json" if text[:1] in (b"{", b"[") else "other"

@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 CONTAINER_ERRORS: dict[str, str] = {
-    "truncated_gzip": "the gzip stream ends before its end marker (a cut copy): the records before the cut are decoded",
-    "corrupt_gzip": "the gzip stream cannot be inflated (bad data or checksum): the records before the damage are decoded",
+    "truncated_gzip": "the gzip stream ends before its end marker (a cut copy): the records before the cut are decoded; "
+                      "raw holds the incomplete last record, or the compressed bytes of the cut member when the cut "
+                      "falls between records",
+    "corrupt_gzip": "the gzip stream cannot be inflated (bad data or checksum): the records before the damage are "
+                    "decoded; raw holds the compressed bytes from the damaged member to the end of the file",
     "bad_json": "a JSON line, object or array element that does not parse: the records after it are decoded",
     "json_too_deep": "a JSON record nested deeper than the reader's depth limit (kept raw, never a crash)",
     "json_too_large": "a JSON record that does not end within the reader's size limit (`max_object_bytes`)",
@@ -21,7 +24,7 @@ CONTAINER_ERRORS: dict[str, str] = {
                     "the good blocks before and after a corrupt block are decoded",
     "corrupt_parquet": "a Parquet footer, row group or page that cannot be read: the readable row groups are decoded",
     "bad_csv": "a CSV record that cannot be split into fields, or has the wrong number of fields",
-    "bad_encoding": "a text record that is not valid UTF-8",
+    "bad_encoding": "a text record (a JSON line or object, a CSV row) that is not valid UTF-8: the records around it are decoded",
     "unknown_format": "a file whose container is none that the vendor writes (kept raw, first 16 MiB)",
 }
 """Container damage: error class -> meaning (documented in docs/canonical.md, section container errors)."""

@@ -79,7 +79,24 @@ def loads_exact(data: bytes | str) -> Any:
     return obj
 
 
-_EXACT_JSON = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
+def _wide_int(text: str) -> int | Decimal:
+    """An integer literal of any length: Python's int() refuses more than 4300 digits (a DoS guard), Decimal not."""
+    return int(text) if len(text) < 4000 else Decimal(text)
+
+
+def _float_or_decimal(text: str) -> float | Decimal:
+    """A JSON number with a fraction or exponent: the float orjson would give when that float's shortest text is
+    the same number, else an exact Decimal (`1e400`, 60-digit decimals)."""
+    value = float(text)
+    exact = Decimal(text)
+    return value if exact.is_finite() and value not in (_INF, -_INF) and Decimal(repr(value)) == exact else exact
+
+
+_INF = float("inf")
+
+
+_EXACT_JSON = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal, parse_int=_wide_int)
+_WIDE_JSON = json.JSONDecoder(parse_float=_float_or_decimal, parse_int=_wide_int)
 
 
 def _loads_decimal(data: bytes | str) -> Any:
@@ -99,22 +116,31 @@ _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
 def loads_wide_ints(raw: bytes) -> Any:
-    """Parse one record; integers beyond 64 bits stay exact (orjson would reject them), other numbers as orjson
-    gives them. Raises ValueError when the bytes are not valid UTF-8 JSON."""
-    shape = raw.translate(_DIGITS_TO_ZERO)  # a digit run beyond int64/uint64 needs the exact parser
-    if b"00000000000000000000" in shape or b"-0000000000000000000" in shape:
+    """Parse one record; integers beyond 64 bits stay exact (orjson would reject them), and so do numbers no float
+    holds (`1e400`, a 60-digit decimal: Decimal); other numbers as orjson gives them. Raises ValueError when the
+    bytes are not valid UTF-8 JSON (UnicodeDecodeError for bad UTF-8), JsonTooDeep beyond the depth limit."""
+    shape = raw.translate(_DIGITS_TO_ZERO)  # a long digit run needs the exact parser
+    if b"000000000000000000" not in shape:
         try:
-            return json.loads(raw.decode("utf-8"))
-        except RecursionError:
-            raise JsonTooDeep("nesting beyond the parser's depth limit") from None
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ValueError(str(exc)) from None
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            if "depth limit" in str(exc):
+                raise JsonTooDeep(str(exc)) from None
+            if "number" not in str(exc):  # only a number orjson cannot hold (1e400) needs the exact parser
+                raise ValueError(str(exc)) from None
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        if "depth limit" in str(exc):
-            raise JsonTooDeep(str(exc)) from None
-        raise ValueError(str(exc)) from None
+        return _WIDE_JSON.decode(bytes(raw).decode("utf-8"))
+    except RecursionError:
+        raise JsonTooDeep("nesting beyond the parser's depth limit") from None
+
+
+def _value_error(raw: bytes, exc: ValueError) -> tuple[str, str]:
+    """The error class of a record that does not parse: `bad_encoding` when its bytes are not UTF-8."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return "bad_encoding", f"byte {bad.start} of the record: {raw[bad.start:bad.start + 4]!r}"
+    return "bad_json", str(exc)
 
 
 def _any_object(value: Any) -> bool:
@@ -252,8 +278,12 @@ class JsonRecords:
     def _gzip_damage(self, pos: int, raw: bytes) -> Damage:
         self._gzip_reported = True
         error_class, why = self._src.damage  # type: ignore[misc]
+        held = "the incomplete tail"
+        if not raw.strip():  # the damage is at a record boundary: keep the compressed bytes that did not inflate
+            raw, total = self._src.damaged_bytes
+            held = f"the compressed bytes from the damaged gzip member on ({total} bytes)"
         return self._damage(pos, raw, error_class, f"{why}; the records before byte {self._base + pos} were "
-                            "decoded, raw holds the incomplete tail - re-copy the file and re-run")
+                            f"decoded, raw holds {held} - re-copy the file and re-run")
 
     # -- JSON lines --------------------------------------------------------------------------------------------
     def _next_line_piece(self, pos: int) -> tuple[Record | Damage, int]:
@@ -271,7 +301,7 @@ class JsonRecords:
         except JsonTooDeep as exc:
             error_class, reason = "json_too_deep", str(exc)
         except ValueError as exc:
-            reason = str(exc)
+            error_class, reason = _value_error(raw, exc)
             if self._buf[pos] == _OPEN:
                 obj_end, _ = self._match(pos)
                 if obj_end is not None and obj_end <= end:
@@ -282,7 +312,8 @@ class JsonRecords:
                     else:
                         return self._record(pos, obj_end, value), obj_end
         line = self._line_at(pos) + 1
-        return self._damage(pos, raw, error_class, f"line {line} (byte {self._base + pos}) is not valid JSON "
+        what = "is not valid UTF-8" if error_class == "bad_encoding" else "is not valid JSON"
+        return self._damage(pos, raw, error_class, f"line {line} (byte {self._base + pos}) {what} "
                             f"({reason}); the lines after it were decoded - repair or drop it and re-run"), end + 1
 
     def _too_large(self, pos: int) -> tuple[Damage, int]:
@@ -312,7 +343,8 @@ class JsonRecords:
             except JsonTooDeep as exc:
                 error_class, reason = "json_too_deep", str(exc)
             except ValueError as exc:
-                reason = f"invalid JSON ({exc})"
+                error_class, why = _value_error(raw, exc)
+                reason = f"{'invalid UTF-8' if error_class == 'bad_encoding' else 'invalid JSON'} ({why})"
         nxt = self._resync(pos)
         if nxt < len(buf):
             reason = f"{reason}; scanning resumed at the next object (byte {self._base + nxt})"

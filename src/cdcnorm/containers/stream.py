@@ -11,6 +11,8 @@ from __future__ import annotations
 import zlib
 from typing import IO
 
+from cdcnorm.containers.errors import RAW_CAP
+
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 16
 _OUT_CHUNK = 1 << 18
@@ -32,6 +34,9 @@ class Gunzip:
         self.compressed_read = 0
         self.produced = 0
         self.damage: tuple[str, str] | None = None
+        self._member = bytearray()  # the current member's compressed bytes (capped): the raw bytes of damage
+        self.damaged_bytes = b""
+        self.damaged_length = 0
 
     def read(self, n: int = -1) -> bytes:
         """Up to `n` inflated bytes (fewer at a member boundary); b'' at the end of data or at damage."""
@@ -45,6 +50,7 @@ class Gunzip:
                         self._fail("truncated_gzip", "the gzip stream ends inside a member (the copy was cut)")
                     break
                 self._in = chunk
+                self._keep(chunk)
             self._started = True
             try:
                 out = self._z.decompress(self._in, _OUT_CHUNK if n is None or n < 0 else max(n, 1))
@@ -59,9 +65,17 @@ class Gunzip:
                 return out
         return b""
 
+    def _keep(self, chunk: bytes) -> None:
+        room = RAW_CAP - len(self._member)
+        if room > 0:
+            self._member += chunk[:room]
+        self.damaged_length += len(chunk)
+
     def _next_member(self, rest: bytes) -> None:
         """After a member's trailer: another member, zero padding, or garbage (damage)."""
         self._in = b""
+        self._member, self.damaged_length = bytearray(), 0
+        self._keep(rest)
         if not rest.strip(b"\x00"):
             self._started = False
             self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -74,7 +88,13 @@ class Gunzip:
         self._in = rest
 
     def _fail(self, error_class: str, why: str) -> None:
+        """Stop at damage; keep the compressed bytes from the damaged member's start to the end of the file (the
+        first RAW_CAP of them; `damaged_length` is their true length)."""
         self._done = True
+        while chunk := self._fh.read(_CHUNK):
+            self.compressed_read += len(chunk)
+            self._keep(chunk)
+        self.damaged_bytes = bytes(self._member)
         self.damage = (error_class, f"{why}, after {self.produced} inflated bytes "
                                     f"(compressed byte {self.compressed_read})")
 
@@ -98,6 +118,13 @@ class Source:
     def damage(self) -> tuple[str, str] | None:
         """(error_class, message) when the gzip stream broke; None otherwise."""
         return self._gz.damage if self._gz is not None else None
+
+    @property
+    def damaged_bytes(self) -> tuple[bytes, int]:
+        """The compressed bytes of a broken gzip stream from the damaged member on (capped), and their length."""
+        if self._gz is None:
+            return b"", 0
+        return self._gz.damaged_bytes, self._gz.damaged_length
 
     def _raw_read(self, n: int) -> bytes:
         return self._gz.read(n) if self._gz is not None else self._file.read(n)

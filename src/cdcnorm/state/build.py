@@ -9,6 +9,7 @@ was written (:mod:`cdcnorm.state.index`). Semantics: docs/apply.md.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 from pyspark import StorageLevel
@@ -46,6 +47,11 @@ def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write
     """
     keep_exact_variants(spark)
     lk = Lake(spark, lake)
+    with lk.writer("apply") if write else nullcontext():  # one writer per lake (cdcnorm.lake_lock)
+        return _apply(spark, lk, lake, tables, write)
+
+
+def _apply(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None, write: bool) -> ApplyResult:
     selected = name_filter(tables)
     changes = lk.changes().withColumn("_tid", table_hash())
     schemas = lk.schemas()

@@ -6,11 +6,13 @@ needs no Spark, so it is importable and testable on its own. Semantics: docs/app
 
 from __future__ import annotations
 
+import hashlib
 from typing import NamedTuple
 from urllib.parse import quote
 
 CURRENT = "current"
 INDEX = "_tables.json"
+MAX_COMPONENT = 200
 
 
 class TableId(NamedTuple):
@@ -33,8 +35,9 @@ def path_component(value: str | None) -> str:
 
     Percent-encode everything but letters, digits and `-._~` (so `/` in stream names, `=`, `:` and glob
     characters are escaped); a leading `.` or `_` is encoded too, which keeps `..` out and stops Hadoop/Spark
-    treating the folder as hidden. That frees every spelling that starts with `_` for sentinels: null is `_`
-    and the empty string is `_empty`.
+    treating the folder as hidden. That frees every spelling that starts with `_` for sentinels: null is `_`,
+    the empty string is `_empty`, and a name whose encoding is longer than 200 characters (file systems allow
+    255 bytes) is `_h<32 hex of its SHA-256>_<the start of its encoding>`.
     """
     if value is None:
         return "_"
@@ -43,6 +46,11 @@ def path_component(value: str | None) -> str:
     enc = quote(value, safe="")
     if enc[0] in "._":
         enc = f"%{ord(enc[0]):02X}{enc[1:]}"
+    if len(enc) > MAX_COMPONENT:  # file systems cap a name at 255 bytes: `_h<hash>_<readable prefix>`
+        digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        head = enc[:MAX_COMPONENT - 36]
+        cut = head.rfind("%", len(head) - 2)  # never split a %XX escape
+        enc = f"_h{digest}_{head[:cut] if cut >= 0 else head}"
     return enc
 
 

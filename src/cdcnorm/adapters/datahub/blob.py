@@ -51,6 +51,8 @@ def decode_blob(msg: dict, where: Where, stream: StreamOf, versions: SchemaVersi
     schema = _object(msg.get("schema"), "schema")
     payload = _object(msg.get("payload"), "payload")
     op = payload.get("op")
+    if op is None:  # e.g. another vendor's record among DataHub files
+        raise DecodeError("unknown_op", "the payload has no `op`: not a DataHub / DataWorks Blob record")
     if not isinstance(op, str) or op not in (*DML_OPS, *DDL_OPS, *CONTROL_OPS):
         raise DecodeError(
             "unknown_op",

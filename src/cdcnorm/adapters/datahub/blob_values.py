@@ -6,6 +6,7 @@ import base64
 import binascii
 import datetime as dt
 import re
+from decimal import Decimal
 from typing import Any
 
 from cdcnorm.adapters.datahub.scalars import EPOCH
@@ -72,7 +73,7 @@ def blob_value(value: Any, vtype: str | None, column: str) -> Any:
     if t == "LONG":
         return _blob_long(value, column)
     if t in ("DOUBLE", "FLOAT"):  # a JSON number, or its text as real output sends it ("1.100000")
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
+        if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):  # Decimal: 1e400
             raise DecodeError("bad_value", f"column {column!r}: {value!r} is not a {t}")
         try:
             return float(value)

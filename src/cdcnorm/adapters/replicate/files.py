@@ -121,7 +121,7 @@ def metadata_in_file(fh: IO[bytes]) -> list[dict[str, Any]]:
     if head[:5] == MAGIC:
         return extract_metadata(src.read())
     found: list[dict[str, Any]] = []
-    for item in containers.JsonRecords(src, orjson.loads, looks_like_message):
+    for item in containers.JsonRecords(src, containers.loads_wide_ints, looks_like_message):
         if isinstance(item, containers.Record) and item.raw is not None and might_be_metadata(item.raw):
             found += json_md_entries(item.value)
     return found
@@ -155,7 +155,7 @@ def read_container(path: str, src: containers.Source, out: BatchBuilder, decode_
 def read_json(path: str, src: containers.Source, out: BatchBuilder, decode_doc: DecodeDoc) -> Iterator[None]:
     """JSON lines, pretty-printed or concatenated objects, or an array of messages (streamed)."""
     ctx = Context(None, stem(path))
-    reader = containers.JsonRecords(src, orjson.loads, looks_like_message)
+    reader = containers.JsonRecords(src, containers.loads_wide_ints, looks_like_message)
 
     def origin(item: containers.Record | containers.Damage) -> dict[str, Any]:
         return {"index": reader.line_of(item) if reader.lines_mode else item.index, "raw": item.raw}
