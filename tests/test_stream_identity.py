@@ -119,3 +119,4 @@ def test_datahub_event_ids_do_not_depend_on_the_file(tmp_path):
     a, b = identities(decode_files("datahub", [src])), identities(decode_files("datahub", [again]))
     assert a == b and len(a) >= 2
     assert all("part-9999" not in s for s, _ in b)
+
