@@ -67,7 +67,11 @@ _CAPTURE_PATH = re.compile(r"(?:^|/)([^/]+)/([^/]+)/\d{4}/\d{1,2}/\d{1,2}/\d{1,2
 
 
 def capture_location(path: str) -> tuple[str | None, str | None]:
-    """(Event Hub, partition) from the default Capture path `{ns}/{hub}/{partition}/{Y}/{M}/{D}/{h}/...`."""
+    """(Event Hub, partition) from the default Capture name format
+    `{Namespace}/{EventHub}/{PartitionId}/{Year}/{Month}/{Day}/{Hour}/{Minute}/{Second}` (`archiveNameFormat`,
+    https://learn.microsoft.com/en-us/javascript/api/@azure/arm-eventhub-profile-2020-09-01-hybrid/destination).
+    The format may order its (all mandatory) parts freely; a custom order is not guessed: the task name (or
+    the `stream` option) names the stream then."""
     m = _CAPTURE_PATH.search(path.replace("\\", "/"))
     return (m[1], m[2]) if m else (None, None)
 
