@@ -32,6 +32,10 @@ def lake_path(tmp_path):
 
 SMALL_HISTORY = {"tables": 3, "rows": 30, "changes": 300, "seed": 7}
 """Big enough that every quirk fires in every format (duplicates, overlap, split halves, DT before MD)."""
+E2E_ROTATE = 60
+"""Records per simulated file: every topic / shard / folder is split over several files, redeliveries land in others."""
+E2E_NATURAL = ("replicate-json", "replicate-avro", "replicate-capture")
+"""Formats the e2e lake takes without a `stream` option: their streams come from the topic / task / Event Hub."""
 
 
 @pytest.fixture(scope="session")
@@ -43,9 +47,9 @@ def e2e(spark, tmp_path_factory):
     from cdcnorm.simulate.verify import build_lake
 
     root = tmp_path_factory.mktemp("e2e")
-    run = build_lake(spark, root / "sim", root / "lake", **SMALL_HISTORY)
+    run = build_lake(spark, root / "sim", root / "lake", natural=E2E_NATURAL, rotate=E2E_ROTATE, **SMALL_HISTORY)
     agg = cdcnorm.read_changes(spark, str(root / "lake")).groupBy("stream").agg(
         F.count(F.lit(1)).alias("rows"), F.countDistinct("event_id").alias("ids"))
-    run["lake_stats"] = {r["stream"]: {"rows": r["rows"], "ids": r["ids"]} for r in agg.collect()}
+    run["stream_stats"] = {r["stream"]: {"rows": r["rows"], "ids": r["ids"]} for r in agg.collect()}
     run["lake"], run["root"] = str(root / "lake"), str(root / "sim")
     return run

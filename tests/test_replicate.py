@@ -264,7 +264,7 @@ def test_wide_table_json_ops_and_outcomes():
         "DELETE",
     ]
     assert {(r["schema"], r["table"], r["stream"], r["format"]) for r in ch} == {
-        ("SALES", "ORDERS_WIDE", "orders_wide", "replicate.json")
+        ("SALES", "ORDERS_WIDE", "sales-to-eventhubs", "replicate.json")  # the MD lineage's task
     }
     assert all(r["primary_keys"] == ["ORDER_ID", "LINE_NO"] for r in ch)
     assert [r["changed_columns"] for r in ch] == [
@@ -348,7 +348,7 @@ def test_event_id_and_sort_key_recipe():
     ins = ch[2]
     cs = 20240501100500000000000000000000101  # the INSERT's headers.changeSequence
     assert ins["event_id"] == event_id_of(
-        "replicate", "orders_wide", (None, "SALES", "ORDERS_WIDE"), (cs, "INSERT")
+        "replicate", "sales-to-eventhubs", (None, "SALES", "ORDERS_WIDE"), (cs, "INSERT")
     )
     assert tuple_codec.decode(ins["sort_key"]) == (1, cs, 1, ins["event_id"])
     assert tuple_codec.decode(ch[0]["sort_key"])[:2] == (0, 0)
@@ -403,7 +403,8 @@ def test_avro_container_of_envelopes_matches_json():
                     "source_ts", "primary_keys", "schema_version"):
             assert j[col] == a[col], col
     assert {r["format"] for r in av} == {"replicate.avro"}
-    assert {r["stream"] for r in av} == {"orders_wide_sink"}
+    assert {r["stream"] for r in av} == {"sales-to-eventhubs"}  # the task, as for the JSON file: same ids
+    assert [r["event_id"] for r in av] == [r["event_id"] for r in js]
     assert av[2]["origin"] == {"uri": str(ORDERS_SINK), "partition": None, "offset": None, "index": 3}
     assert ReplicateAdapter.sniff("x.avro", ORDERS_SINK.read_bytes()[:4096])
     with ORDERS_SINK.open("rb") as fh:
@@ -650,8 +651,8 @@ def test_schema_registry_wire_format():
     assert upd["changed_columns"] == ["PRICE", "UPDATED"] and upd["before"]["PRICE"] == Decimal("0.10")
     assert ins["flags"] == ["no_schema"] and ins["schema_version"] == "registry:1001"
     schemas = [json.loads(r["_schema"]) for r in rows if r["_kind"] == "schema"]
-    # one raw message per file: the stream falls back to each file's name (the `stream` option joins them)
-    assert [s["stream"] for s in schemas] == ["items_insert", "items_update"]
+    # one raw message per file, no topic, no MD: one stream named after the vendor (never the file names)
+    assert [s["stream"] for s in schemas] == ["replicate"]
     assert [c["canonical_type"] for c in schemas[0]["columns"]] == [
         "bigint",
         "string",

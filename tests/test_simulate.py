@@ -64,6 +64,12 @@ def _files(root: Path, *suffixes: str) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith(suffixes))
 
 
+def _connect_first(out: Path, table: str) -> Path:
+    """The first file a Kafka Connect sink wrote for a table's topic (partition 0, offset 0)."""
+    topic = f"shop.{table}"
+    return out / "replicate" / "json" / "topics" / topic / "partition=0" / f"{topic}+0+0000000000.json"
+
+
 def _tree_digest(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
@@ -209,7 +215,7 @@ def test_datastream_json_writes_decimals_as_exact_numbers(sim_all):
 
 
 def test_replicate_json_has_md_then_dt_with_masks(sim_plain):
-    msgs = [json.loads(line) for line in (sim_plain / "replicate" / "json" / "customers" / "part-00000.jsonl")
+    msgs = [json.loads(line) for line in _connect_first(sim_plain, "customers")
             .read_text(encoding="utf-8").splitlines()]
     md = msgs[0]
     assert md["magic"] == "atMSG" and md["type"] == "MD" and md["messageSchemaId"] == md["message"]["schemaId"]
@@ -231,7 +237,7 @@ def test_replicate_json_has_md_then_dt_with_masks(sim_plain):
 
 
 def test_replicate_ddl_publishes_a_new_metadata_version(sim_plain):
-    mds = [json.loads(line)["message"] for p in _files(sim_plain / "replicate" / "json" / "customers", ".jsonl")
+    mds = [json.loads(line)["message"] for p in _files(sim_plain / "replicate" / "json" / "topics" / "shop.customers", ".json")
            for line in p.read_text(encoding="utf-8").splitlines() if '"type":"MD"' in line]
     assert [m["lineage"]["tableVersion"] for m in mds] == [1, 2]
     assert "tier" in mds[1]["tableStructure"]["tableColumns"] and mds[0]["schemaId"] != mds[1]["schemaId"]
@@ -309,9 +315,9 @@ def test_quirks_off_gives_no_duplicates_heartbeats_or_early_dt(sim_plain):
     blobs = _blob_records(sim_plain)
     assert len(blobs) == len(set(blobs)) and not any(b'"MHEARTBEAT"' in b for b in blobs)
     for table in ("customers", "order_lines", "events"):
-        first = (sim_plain / "replicate" / "json" / table / "part-00000.jsonl").read_text(encoding="utf-8").split("\n")[0]
+        first = _connect_first(sim_plain, table).read_text(encoding="utf-8").split("\n")[0]
         assert '"type":"MD"' in first
-    lines = [line for p in _files(sim_plain / "replicate" / "json", ".jsonl") for line in p.read_bytes().splitlines()]
+    lines = [line for p in _files(sim_plain / "replicate" / "json", ".json") for line in p.read_bytes().splitlines()]
     assert len(lines) == len(set(lines))
 
 
@@ -319,7 +325,7 @@ def test_quirks_on_show_up_in_the_files(sim_all):
     blobs = _blob_records(sim_all)
     assert len(blobs) > len(set(blobs))  # byte-identical redeliveries
     assert any(b'"MHEARTBEAT"' in b for b in blobs)
-    first = (sim_all / "replicate" / "json" / "customers" / "part-00000.jsonl").read_text(encoding="utf-8").split("\n")[0]
+    first = _connect_first(sim_all, "customers").read_text(encoding="utf-8").split("\n")[0]
     assert '"type":"DT"' in first  # dt_before_md
     seq_file: dict[tuple[str, str], set[str]] = {}
     for p in _files(sim_all / "datahub" / "blob", ".jsonl"):
@@ -528,7 +534,7 @@ def _replicate_typed(rtype: str, v):
 def _replay_replicate(fmt: str):
     def run(out: Path) -> dict:
         messages: list[tuple[bytes, object]] = []
-        for p in _files(out / "replicate" / fmt, ".jsonl", ".avro"):
+        for p in _files(out / "replicate" / fmt, ".json", ".jsonl", ".avro"):
             if fmt == "json":
                 messages += [(line, json.loads(line)) for line in p.read_bytes().splitlines()]
             elif fmt == "capture":

@@ -13,6 +13,7 @@ import decimal
 import re
 import time
 from collections import Counter
+from collections.abc import Collection
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -36,26 +37,32 @@ def stream_of(vf: str) -> str:
     return f"e2e-{vf}"
 
 
-def options_for(vf: str, manifest: Manifest) -> dict[str, Any]:
+def options_for(vf: str, manifest: Manifest, natural: bool = False) -> dict[str, Any]:
     """Adapter options a user of that vendor format would pass (the input alone does not say them).
 
     Each format's encoder module says which (e.g. TUPLE topics need their schemas, engine, database and keys).
+    `natural`: no `stream` option, so the stream is what the vendor output itself says (the manifest's identity).
     """
-    return {"stream": stream_of(vf), **FORMATS[vf].user_options(Path(manifest.out), manifest.vendor_formats[vf])}
+    user = FORMATS[vf].user_options(Path(manifest.out), manifest.vendor_formats[vf])
+    return user if natural else {"stream": stream_of(vf), **user}
 
 
 def build_lake(spark: SparkSession, out: str | Path, lake: str | Path, *, tables: int, rows: int, changes: int,
-               seed: int, formats: tuple[str, ...] = tuple(VENDOR_FORMATS)) -> dict[str, Any]:
-    """Simulate once, normalize every format into one lake, apply; returns reports, frames and timings."""
+               seed: int, formats: tuple[str, ...] = tuple(VENDOR_FORMATS), natural: Collection[str] = (),
+               rotate: int = 500) -> dict[str, Any]:
+    """Simulate once, normalize every format into one lake, apply; returns reports, frames and timings.
+    `natural`: formats normalized without a `stream` option, so their streams are what the vendor output says
+    (see :func:`options_for`); `rotate`: records per simulated file."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    manifest = simulate(out, vendors=list(formats), tables=tables, rows=rows, changes=changes, seed=seed)
+    manifest = simulate(out, vendors=list(formats), tables=tables, rows=rows, changes=changes, seed=seed,
+                        rotate=rotate)
     timings["simulate"] = time.perf_counter() - t0
     reports: dict[str, dict[str, Any]] = {}
     for vf in formats:
         t0 = time.perf_counter()
         result = normalize([str(manifest.input_dir(vf))], VENDOR_FORMATS[vf][0], spark=spark,
-                                   options=options_for(vf, manifest), lake=str(lake))
+                                   options=options_for(vf, manifest, vf in natural), lake=str(lake))
         reports[vf] = result.report
         timings[f"normalize {vf}"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -64,11 +71,17 @@ def build_lake(spark: SparkSession, out: str | Path, lake: str | Path, *, tables
     return {"manifest": manifest, "reports": reports, "frames": frames, "timings": timings}
 
 
-def expected_tables(manifest: Manifest, vf: str) -> dict[TableId, dict[str, Any]]:
-    """The lake identity of every table of a vendor format (the manifest's, with the e2e stream)."""
+def streams_of(manifest: Manifest, vf: str, natural: bool = False) -> set[str]:
+    """The streams a vendor format's tables land in: the e2e stream, or (`natural`) the manifest's."""
+    return {t.stream for t in expected_tables(manifest, vf, natural)}
+
+
+def expected_tables(manifest: Manifest, vf: str, natural: bool = False) -> dict[TableId, dict[str, Any]]:
+    """The lake identity of every table of a vendor format (the manifest's, with the e2e stream unless `natural`)."""
     result = {}
     for name, info in manifest.vendor_formats[vf]["tables"].items():
-        tid = TableId(info["vendor"], stream_of(vf), info["database"], info["schema"], info["table"])
+        stream = info["stream"] if natural else stream_of(vf)
+        tid = TableId(info["vendor"], stream, info["database"], info["schema"], info["table"])
         result[tid] = {**info, "name": name}
     return result
 
@@ -178,17 +191,19 @@ def compare_table(df: DataFrame, truth: list[dict[str, Any]], info: dict[str, An
     return problems
 
 
-def check_format(frames: dict[TableId, DataFrame], manifest: Manifest, vf: str) -> list[str]:
+def check_format(frames: dict[TableId, DataFrame], manifest: Manifest, vf: str, natural: bool = False) -> list[str]:
     """Every table of one vendor format: present in the apply result and exactly equal to its truth."""
     truth = load_truth(manifest.out, vf)
     problems = []
-    for tid, info in expected_tables(manifest, vf).items():
+    expected = expected_tables(manifest, vf, natural)
+    for tid, info in expected.items():
         if tid not in frames:
             near = [t for t in frames if t.stream == tid.stream]
             problems.append(f"{tid} not applied (this format's tables: {near})")
             continue
         problems += [f"{info['name']}: {p}" for p in compare_table(frames[tid], truth[info["name"]], info)]
-    stray = [t for t in frames if t.stream == stream_of(vf) and t not in expected_tables(manifest, vf)]
+    streams = {t.stream for t in expected}
+    stray = [t for t in frames if t.vendor == FORMATS[vf].vendor and t.stream in streams and t not in expected]
     if stray:
         problems.append(f"tables the source does not have: {stray}")
     return problems

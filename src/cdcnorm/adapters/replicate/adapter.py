@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterator
-from typing import IO, Any, ClassVar
+from typing import IO, Any, ClassVar, Literal
 
 from cdcnorm import containers
 from cdcnorm.adapters.base import Adapter, AdapterOptions, FirstPass, MessageMeta
@@ -53,7 +53,16 @@ from cdcnorm.adapters.replicate.envelope import (
     parse_envelope,
 )
 from cdcnorm.adapters.replicate.files import metadata_in_file, read_container, read_json
-from cdcnorm.adapters.replicate.naming import VENDOR, Context, is_control, split_name, stem, topic_of
+from cdcnorm.adapters.replicate.naming import (
+    VENDOR,
+    Context,
+    capture_location,
+    delivery_location,
+    is_control,
+    split_name,
+    stem,
+    topic_of,
+)
 from cdcnorm.adapters.replicate.spec import SPEC
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.record import Change
@@ -78,6 +87,10 @@ class ReplicateOptions(AdapterOptions):
     family the Replicate `schema` goes into `database`."""
     schema_registry: str | None = None
     """Local folder or file of Confluent Schema Registry schemas by id (for the `0x00` wire format)."""
+    stream_naming: Literal["delivery", "file"] = "delivery"
+    """`delivery`: the stream is the topic / Event Hub, else the Replicate task, else `replicate` (never a file
+    name). `file`: cdcnorm 0.1's rule (topic / Event Hub, else the file-name stem), only to keep appending to a
+    lake written by it; re-normalizing into a fresh lake is the better fix (docs/adapters/replicate.md)."""
     prescan: bool = True
     """Learn MD messages before decoding: a first Spark pass over the whole input (`prepare`) and, for files
     decoded without it, a scan of each file first. Turn it off when `catalog_entries` is already complete."""
@@ -153,14 +166,14 @@ class ReplicateAdapter(Adapter):
         src = containers.open_source(fh)
         head = src.peek(8)
         if head[:4] == containers.AVRO_MAGIC:
-            yield from read_container(path, src, out, self._decode_value)
+            yield from read_container(path, src, out, self._decode_value, self._file_context(path))
         elif head[:5] == MAGIC or head[:1] == b"\x00":
             raw = src.read()
             out.begin_record(path, 0, raw=raw)
-            self._decode_value(raw, Context(None, stem(path)), out)
+            self._decode_value(raw, self._file_context(path), out)
             yield
         elif containers.container_of(src) != "empty":
-            yield from read_json(path, src, out, self._decode_doc)
+            yield from read_json(path, src, out, self._decode_doc, self._file_context(path))
 
     def metadata_from_file(self, path: str, fh: IO[bytes]) -> list[dict[str, Any]]:
         """MD catalog entries in one file (the pipeline's first pass over file inputs), streamed."""
@@ -171,7 +184,19 @@ class ReplicateAdapter(Adapter):
         ts = meta.timestamp
         if ts is not None and ts.tzinfo is None:
             ts = ts.replace(tzinfo=dt.UTC)
-        self._decode_value(value, Context(topic_of(meta), stem(meta.uri), ts), out)
+        legacy = self.options.stream_naming == "file"
+        self._decode_value(value, Context(topic_of(meta, legacy), stem(meta.uri) if legacy else None, ts), out)
+
+    def _file_context(self, path: str) -> Context:
+        """What a file's path says about its messages: the topic / Event Hub that carried them (see naming)."""
+        if self.options.stream_naming == "file":
+            return Context(capture_location(path)[0], stem(path))
+        return Context(delivery_location(path)[0])
+
+    def _stream(self, ctx: Context, entry: dict[str, Any] | None) -> str:
+        """The stream of a message (rule in :mod:`~cdcnorm.adapters.replicate.naming`)."""
+        task = (entry or {}).get("task") if self.options.stream_naming == "delivery" else None
+        return self.stream_name(ctx.topic or task or ctx.file_stream, VENDOR)
 
     def _decode_value(self, value: bytes | None, ctx: Context, out: BatchBuilder) -> None:
         out.set_context(VENDOR, FMT_JSON)
@@ -208,7 +233,7 @@ class ReplicateAdapter(Adapter):
         if is_control(entry["table"], ctx.topic):
             out.metadata(METADATA_RULE)
             return
-        stream = self.stream_name(ctx.topic, ctx.fallback)
+        stream = self._stream(ctx, entry)
         if previous is not None:
             out.change(ddl_change(entry, previous, env.fmt, stream, self.options.source_db, ctx.capture_ts))
         else:
@@ -271,7 +296,7 @@ class ReplicateAdapter(Adapter):
             entry = self.catalog.match(schema, table, list(image))
             if entry is not None:
                 schema, table = entry.get("schema"), entry["table"]
-        stream = self.stream_name(ctx.topic, ctx.fallback)
+        stream = self._stream(ctx, entry)
         if (
             entry is not None
             and entry.get("origin") == "registry"

@@ -20,7 +20,7 @@ from cdcnorm.adapters.replicate.envelope import (
     json_md_entries,
     might_be_metadata,
 )
-from cdcnorm.adapters.replicate.naming import VENDOR, Context, capture_location, stem
+from cdcnorm.adapters.replicate.naming import VENDOR, Context, delivery_location
 from cdcnorm.adapters.replicate.positions import instant
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.errors import DecodeError
@@ -127,10 +127,11 @@ def metadata_in_file(fh: IO[bytes]) -> list[dict[str, Any]]:
     return found
 
 
-def read_container(path: str, src: containers.Source, out: BatchBuilder, decode_value: DecodeValue) -> Iterator[None]:
-    """Decode each message of an Avro container file; its origin names the Capture partition and sequence number."""
-    topic, partition = capture_location(path)
-    fallback = stem(path)
+def read_container(path: str, src: containers.Source, out: BatchBuilder, decode_value: DecodeValue,
+                   base: Context) -> Iterator[None]:
+    """Decode each message of an Avro container file; its origin names the partition (Capture or Kafka Connect
+    path) and the Capture sequence number. `base`: what the path says (topic, legacy stream)."""
+    partition = delivery_location(path)[1]
 
     def origin(item: containers.Record | containers.Damage) -> dict[str, Any]:
         if isinstance(item, containers.Damage):
@@ -139,26 +140,29 @@ def read_container(path: str, src: containers.Source, out: BatchBuilder, decode_
             seq = item.value[1]
             return {"index": item.index, "partition": partition, "offset": None if seq is None else str(seq),
                     "raw": item.raw}
-        return {"index": item.index, "raw": item.raw}
+        return {"index": item.index, "partition": partition, "raw": item.raw}
 
     def decode(rec: containers.Record) -> None:
         if isinstance(rec.value, DecodeError):
             out.set_context(VENDOR, FMT_AVRO)
             raise rec.value
-        ctx = Context(topic, fallback, enqueued_time(rec.value[2]))
+        ctx = Context(base.topic, base.file_stream, enqueued_time(rec.value[2]))
         decode_value(rec.raw, ctx, out)
 
     yield from containers.each_record(path, (item for item, _ in container_messages(src)), out, decode,
                                       origin)
 
 
-def read_json(path: str, src: containers.Source, out: BatchBuilder, decode_doc: DecodeDoc) -> Iterator[None]:
-    """JSON lines, pretty-printed or concatenated objects, or an array of messages (streamed)."""
-    ctx = Context(None, stem(path))
+def read_json(path: str, src: containers.Source, out: BatchBuilder, decode_doc: DecodeDoc,
+              ctx: Context) -> Iterator[None]:
+    """JSON lines, pretty-printed or concatenated objects, or an array of messages (streamed); `ctx`: what the
+    path says (topic, legacy stream); the origin names a Kafka Connect path's partition."""
     reader = containers.JsonRecords(src, containers.loads_wide_ints, looks_like_message)
+    partition = delivery_location(path)[1]
 
     def origin(item: containers.Record | containers.Damage) -> dict[str, Any]:
-        return {"index": reader.line_of(item) if reader.lines_mode else item.index, "raw": item.raw}
+        index = reader.line_of(item) if reader.lines_mode else item.index
+        return {"index": index, "partition": partition, "raw": item.raw}
 
     yield from containers.each_record(path, reader, out, lambda rec: decode_doc(rec.value, ctx, out),
                                       origin)

@@ -188,8 +188,16 @@ def _enqueued(ms: int) -> str:
 
 
 class ReplicateEncoder:
-    """Writes `OUT/replicate/json/<table>/part-N.jsonl`, `OUT/replicate/avro/<table>/part-N.avro` (an Avro
-    container of MessageEnvelope records) or `OUT/replicate/capture/<ns>/<table>/<partition>/yyyy/mm/dd/hh/mm/ss.avro`.
+    """Writes, one topic / Event Hub per table, as three real deliveries lay files out:
+
+    - json: a Kafka Connect storage sink, `OUT/replicate/json/topics/<topic>/partition=0/<topic>+0+<offset>.json`
+      with the topic `shop.<table>` (JSON lines; the stream is the topic);
+    - avro: a plain consumer's rotated dumps, `OUT/replicate/avro/<table>/part-N.avro` (an Avro container of
+      MessageEnvelope records; no topic in the path, so the stream is the MD lineage's task);
+    - capture: Event Hubs Capture, `OUT/replicate/capture/<ns>/<table>/<partition>/yyyy/mm/dd/hh/mm/ss.avro`
+      (the stream is the Event Hub).
+
+    Redeliveries (the `duplicates` quirk) land in later files of the same topic partition.
     """
 
     def __init__(self, out: Path, defs: tuple[TableDef, ...], seed: int, quirks: frozenset[str], rotate: int,
@@ -204,10 +212,14 @@ class ReplicateEncoder:
         self.rotators: dict[tuple[int, int], Rotator] = {}
         self.last_capture_s: dict[tuple[int, int], int] = {}
         self.capture_seq: dict[tuple[int, int], int] = {}
+        self.offsets: dict[tuple[int, int], int] = {}
         self.counts: dict[str, int] = {"records": 0, "files": 0}
 
     def identity(self, t: TableDef) -> dict[str, Any]:
-        return {"vendor": "replicate", "stream": TASK, "source_db": None, "database": None, "schema": SCHEMA,
+        """The table's lake identity when normalized without a `stream` option: the topic / Event Hub, or the
+        task when the files do not name one."""
+        stream = {"json": topic_of(t), "avro": TASK}.get(self.fmt, t.name)
+        return {"vendor": "replicate", "stream": stream, "source_db": None, "database": None, "schema": SCHEMA,
                 "table": t.name}
 
     # -- history -> messages -------------------------------------------------------------------------------
@@ -315,13 +327,15 @@ class ReplicateEncoder:
                                         "x-opt-enqueued-time": enq},
                    "Properties": {}, "Body": msg}
         rot.write(msg)
+        self.offsets[key] = self.offsets.get(key, 0) + 1
         self.counts["records"] += 1
 
     def _open(self, key: tuple[int, int], n: int, first: Any) -> Any:
         t = self.defs[key[0]]
         self.counts["files"] += 1
-        if self.fmt == "json":
-            return LinesFile(self.root / t.name / f"part-{n:05d}.jsonl")
+        if self.fmt == "json":  # Kafka Connect: named after the topic, partition and the file's first offset
+            topic, p, offset = topic_of(t), key[1], self.offsets.get(key, 0)
+            return LinesFile(self.root / "topics" / topic / f"partition={p}" / f"{topic}+{p}+{offset:010d}.json")
         marker = hashlib.md5(f"{self.vf}:{t.name}:{key[1]}:{n}".encode()).digest()
         if self.fmt == "avro":
             return AvroFile(self.root / t.name / f"part-{n:05d}.avro", ENVELOPE_SCHEMA, sync_marker=marker)
@@ -337,6 +351,11 @@ class ReplicateEncoder:
             lane.close()
         for rot in self.rotators.values():
             rot.close()
+
+
+def topic_of(t: TableDef) -> str:
+    """The Kafka topic of a table (Replicate's "separate topic for each table")."""
+    return f"{SCHEMA}.{t.name}"
 
 
 def _avro(parsed: Any, record: dict[str, Any]) -> bytes:
