@@ -149,22 +149,24 @@ def wait_for(what: str, ready, proc: subprocess.Popen, log: Path, timeout: float
 
 
 def stop_group(proc: subprocess.Popen) -> None:
-    """End a JVM and everything it started (a worker's executors): its own process group."""
+    """End a JVM and everything it started (a worker's executors): its whole process group, not just its pid."""
     for sig, grace in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             return
-        try:
-            proc.wait(grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            proc.poll()  # reap the JVM itself, so a zombie does not count as running
+            if not group_alive(proc.pid):
+                return
+            time.sleep(0.5)
 
 
 def group_alive(pgid: int) -> bool:
-    out = subprocess.run(["ps", "-eo", "pgid="], capture_output=True, text=True).stdout.split()
-    return str(pgid) in out
+    """Whether any live (not zombie) process is left in a process group."""
+    out = subprocess.run(["ps", "-eo", "pgid=,stat="], capture_output=True, text=True).stdout
+    return any(g == str(pgid) and not st.startswith("Z") for g, st in (line.split()[:2] for line in out.splitlines()))
 
 
 @pytest.fixture()
