@@ -15,8 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-console = Console()
-
+from cdcnorm.cli.output import console
 
 OLD, NEW = "replicate", "datastream"
 """The migration step: from OLD to NEW, each in its first simulated vendor format."""
