@@ -287,6 +287,7 @@ def test_command_output_lists_tables(applied):
     assert len(applied["index"]) == 18
 
 
+@pytest.mark.slow  # over 20 s under load: `make test-slow` keeps it; the fast suite stays under 10 min
 def test_python_api_filter_without_write(spark, applied):
     frames = cdcnorm.apply(spark, applied["lake"], tables=["S2.DUP"], write=False)
     assert list(frames) == [tid("dup", "s2")]

@@ -231,6 +231,7 @@ def test_lossy_projection_is_equal_lossy(spark, history, base):
     assert rep["verdict"].startswith("equal (lossy: ")
 
 
+@pytest.mark.slow  # over 20 s under load: `make test-slow` keeps it; the fast suite stays under 10 min
 def test_compare_command_exit_codes_and_reports(spark, base, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "300")  # one line per table row in the captured terminal output
     same, injected_lake = str(base / "same"), str(base / "injected")
@@ -328,6 +329,7 @@ def _simulated_lake(spark, root, formats: list[str], rows: int, changes: int) ->
     return lake
 
 
+@pytest.mark.slow  # over 20 s under load: `make test-slow` keeps it; the fast suite stays under 10 min
 def test_simulated_vendors_compare_equal(spark, tmp_path):
     """Datastream JSON (untyped) and Replicate JSON (typed) of one simulated history: equal, lossily."""
     lake = _simulated_lake(spark, tmp_path, ["datastream-json", "replicate-json"], rows=8, changes=30)

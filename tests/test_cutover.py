@@ -71,6 +71,7 @@ def test_rerun_adds_nothing(spark, clean):
     assert again["rows_skipped_existing"] == rep["rows_written"]
 
 
+@pytest.mark.slow  # over 20 s under load: `make test-slow` keeps it; the fast suite stays under 10 min
 def test_cutover_switches_after_a_disagreement(spark, base):
     root, history = base
     lake = str(root / "dropped")

@@ -839,6 +839,7 @@ def test_redelivery_is_deduplicated(spark):
     assert heartbeat["stream"] == "datahub" and heartbeat["newest"] is not None
 
 
+@pytest.mark.slow  # over 20 s under load: `make test-slow` keeps it; the fast suite stays under 10 min
 def test_csv_export_without_types_is_quarantined_then_retried(spark, lake_path):
     import cdcnorm
     from cdcnorm.retry import retry_quarantine
