@@ -10,6 +10,9 @@ variant: more seeds and a larger history.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from pathlib import Path
+
 import pytest
 
 from cdcnorm.simulate import VENDOR_FORMATS
@@ -60,6 +63,18 @@ def test_replicate_streams_are_the_topic_task_or_event_hub_never_a_file(e2e):
         "replicate-capture": ["customers", "events", "order_lines"],
     }
     assert all(formats[vf]["files"] >= 2 * len(_streams(e2e, vf)) for vf in E2E_NATURAL)
+
+
+def test_replicate_redeliveries_land_in_later_files_of_the_same_topic_partition(e2e):
+    """The Kafka Connect layout's redeliveries are byte-identical messages in another file of the same
+    `topics/<topic>/partition=<p>/` folder; the lake counts them as duplicates (see above)."""
+    files_of: dict[bytes, set[Path]] = defaultdict(set)
+    for p in (Path(e2e["root"]) / "replicate" / "json").rglob("*.json"):
+        for line in p.read_bytes().splitlines():
+            if b'"type":"DT"' in line:
+                files_of[line].add(p)
+    spread = [files for files in files_of.values() if len(files) > 1]
+    assert spread and all(len({f.parent for f in files}) == 1 for files in spread)
 
 
 @pytest.mark.slow
