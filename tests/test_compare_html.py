@@ -18,6 +18,8 @@ from cdcnorm.migrate.html import render_html
 from cdcnorm.migrate.scenario import migration
 from test_compare import write_history
 
+pytestmark = pytest.mark.slow  # building the report costs ~40 s: `make test-slow` (the fast suite stays < 10 min)
+
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 CHARTS = ("differences", "opmix", "latency", "lag")
 
