@@ -23,3 +23,18 @@ def changes(rows: list[dict]) -> list[dict]:
 def outcomes(rows: list[dict]) -> list[tuple[str, str | None]]:
     """(kind, rule) of the counted outcome of every input record, in input order."""
     return [(r["_kind"], r["_rule"]) for r in rows if r["_records"] == 1]
+
+
+def decode_files(vendor: str, paths, **options) -> list[dict]:
+    """Decode files with one adapter's read_file, as one executor task of the pipeline would (no Spark)."""
+    from cdcnorm.adapters import get_adapter
+    from cdcnorm.canonical.emit import BatchBuilder
+
+    adapter = get_adapter(vendor, options)
+    out = BatchBuilder()
+    for p in paths:
+        with open(p, "rb") as fh:
+            for _ in adapter.read_file(str(p), fh, out):
+                pass
+    out.end_record()
+    return rows_of(out.flush())

@@ -23,7 +23,7 @@ from cdcnorm.canonical import tuple_codec
 from cdcnorm.canonical.emit import BatchBuilder, event_id_of
 from cdcnorm.errors import DecodeError, UsageError
 from cdcnorm.testing import AdapterContract
-from decoded import changes, outcomes
+from decoded import changes, decode_files, outcomes
 from decoded import rows_of as _rows
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "replicate"
@@ -43,14 +43,7 @@ UTC = dt.UTC
 
 def read(*paths: Path, **options) -> list[dict]:
     """Decode files with read_file, as the pipeline would, and return the decoded rows."""
-    adapter = ReplicateAdapter(options)
-    out = BatchBuilder()
-    for p in paths:
-        with p.open("rb") as fh:
-            for _ in adapter.read_file(str(p), fh, out):
-                pass
-    out.end_record()
-    return _rows(out.flush())
+    return decode_files("replicate", paths, **options)
 
 
 def decode(

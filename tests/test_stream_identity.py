@@ -15,24 +15,12 @@ from cdcnorm.adapters import get_adapter
 from cdcnorm.adapters.base import MessageMeta
 from cdcnorm.adapters.replicate.naming import connect_location, delivery_location
 from cdcnorm.canonical.emit import BatchBuilder
-from decoded import changes
+from decoded import changes, decode_files
 from decoded import rows_of as _rows
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 ORDERS_JSON = SAMPLES / "replicate" / "json" / "orders_wide.jsonl"
 TASK = "sales-to-eventhubs"  # lineage.task of the sample's metadata message
-
-
-def decode_files(vendor: str, paths: list[Path], **options) -> list[dict]:
-    """Decode files with one adapter, as one executor task of the pipeline would."""
-    adapter = get_adapter(vendor, options)
-    out = BatchBuilder()
-    for p in paths:
-        with p.open("rb") as fh:
-            for _ in adapter.read_file(str(p), fh, out):
-                pass
-    out.end_record()
-    return _rows(out.flush())
 
 
 def copy_to(src: Path, dest: Path) -> Path:
