@@ -21,6 +21,8 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from avro_blocks import write_in_blocks
+
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 BOM = b"\xef\xbb\xbf"
 DEEP = b'{"a":' * 10_000 + b"1" + b"}" * 10_000
@@ -265,27 +267,8 @@ def _many_blocks(path: Path, per_block: int = 3, blocks: int = 4) -> tuple[bytes
         reader = fastavro.reader(fh)
         schema, recs = reader.writer_schema, list(reader)
     recs = (recs * (per_block * blocks))[: per_block * blocks]
-    buf = io.BytesIO()
-    writer = fastavro.write.Writer(buf, fastavro.parse_schema(schema), sync_interval=1 << 30)
-    for i, r in enumerate(recs):
-        writer.write(r)
-        if (i + 1) % per_block == 0:
-            writer.flush()
-    writer.flush()
-    data = buf.getvalue()
-    header_end = _header_end(data)
-    sync = data[header_end - 16: header_end]
-    starts, i = [], header_end
-    while i < len(data):
-        starts.append(i)
-        i = data.index(sync, i) + 16
+    data, starts = write_in_blocks(schema, recs, per_block)
     return data, starts, len(recs), recs, schema
-
-
-def _header_end(data: bytes) -> int:
-    src = io.BytesIO(data)
-    fastavro.reader(src)  # reads the header
-    return src.tell() if src.tell() < len(data) else len(data)
 
 
 def _is_metadata(rec: dict) -> bool:

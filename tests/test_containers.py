@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from avro_blocks import write_in_blocks
 from cdcnorm.adapters.datahub.adapter import DataHubAdapter
 from cdcnorm.adapters.datastream.adapter import DatastreamAdapter
 from cdcnorm.adapters.replicate.adapter import ReplicateAdapter
@@ -142,20 +143,7 @@ def _many_blocks(path: Path, per_block: int = 3, copies: int = 4) -> tuple[bytes
     recs = (recs * copies)[: max(len(recs) * copies, per_block * 4)]
     while len(recs) < per_block * 4:
         recs += recs
-    buf = io.BytesIO()
-    writer = fastavro.write.Writer(buf, fastavro.parse_schema(schema), sync_interval=1 << 30)
-    for i, r in enumerate(recs):
-        writer.write(r)
-        if (i + 1) % per_block == 0:
-            writer.flush()
-    writer.flush()
-    data = buf.getvalue()
-    src = AvroFile(Source(io.BytesIO(data)))
-    src.read_header()
-    starts, i = [], data.find(src.sync) + 16
-    while i < len(data):
-        starts.append(i)
-        i = data.find(src.sync, i) + 16
+    data, starts = write_in_blocks(schema, recs, per_block)
     return data, starts, len(recs)
 
 

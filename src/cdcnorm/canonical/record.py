@@ -8,8 +8,13 @@ VARIANT values, keys, sort keys and event ids is shared machinery, never copied 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import orjson
+
+from cdcnorm.canonical import tuple_codec
 
 
 @dataclass(slots=True)
@@ -81,6 +86,19 @@ class SchemaVersion:
     first_seen: dt.datetime | None = None
     definition: str | None = None
     """The vendor's own schema document (e.g. Replicate's metadata with its Avro data schema), as JSON text."""
+
+
+def image_hash(image: dict[str, Any] | None) -> bytes:
+    """BLAKE2b-128 of a typed image, column order ignored: identifies a row that has no vendor position (a
+    snapshot / REFRESH row). A value the tuple codec cannot encode (a raw JSON object) counts by its JSON text."""
+    items: list[Any] = []
+    for k in sorted(image or {}):
+        items += [k, image[k]]
+    try:
+        data = tuple_codec.encode(tuple(items))
+    except (TypeError, ValueError, OverflowError):
+        data = orjson.dumps(items, default=str, option=orjson.OPT_SORT_KEYS)
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def key_of(row: dict[str, Any] | None, primary_keys: list[str] | None) -> dict[str, Any] | None:

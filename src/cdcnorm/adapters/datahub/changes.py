@@ -24,8 +24,7 @@ import orjson
 
 from cdcnorm.adapters.datahub.pairing import column_digests, pair_id, role_of
 from cdcnorm.adapters.datahub.vocabulary import VENDOR
-from cdcnorm.canonical import tuple_codec
-from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion, key_of
+from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion, image_hash, key_of
 from cdcnorm.errors import DecodeError
 
 _ROLE_ORDER = {"before": 0, "after": 1}
@@ -131,14 +130,7 @@ def _log_order(b: Base, image_order: int) -> tuple:
 
 def row_hash(image: dict | None) -> str:
     """Stable hash of a typed image (column order does not matter): identifies rows without a position."""
-    items: list[Any] = []
-    for k in sorted(image or {}):
-        items += [k, image[k]]
-    try:
-        data = tuple_codec.encode(tuple(items))
-    except (TypeError, ValueError, OverflowError):  # an unknown type kept raw (a JSON object): its JSON text
-        data = orjson.dumps(items, default=str, option=orjson.OPT_SORT_KEYS)
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return image_hash(image).hex()
 
 
 def _key_values(b: Base, image: dict | None) -> tuple:

@@ -5,10 +5,9 @@ of CDC changes per task), and from the metadata timestamps that order DDL rows.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from typing import Any
 
-from cdcnorm.canonical import tuple_codec
+from cdcnorm.canonical.record import image_hash
 from cdcnorm.errors import DecodeError
 
 
@@ -51,7 +50,7 @@ def data_positions(
     tx_seq = _opt_int(headers.get("transactionEventCounter"))
     if cs is not None:
         return (0 if op == "SNAPSHOT" else 1, cs, tx_seq or 0), (cs, vendor_op), tx_seq
-    row_hash = _row_hash(image)
+    row_hash = image_hash(image)
     return (0, 0, row_hash), (vendor_op, tuple((image or {}).get(k) for k in pks), row_hash.hex()), tx_seq
 
 
@@ -79,10 +78,3 @@ def _opt_int(v: Any) -> int | None:
         return int(v)
     except (TypeError, ValueError):
         return None
-
-
-def _row_hash(row: dict[str, Any] | None) -> bytes:
-    items: list[Any] = []
-    for k in sorted(row or {}):
-        items += [k, row[k]]
-    return hashlib.blake2b(tuple_codec.encode(tuple(items)), digest_size=16).digest()
