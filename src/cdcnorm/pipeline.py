@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdcnorm._version import __version__
@@ -35,12 +35,13 @@ from cdcnorm.canonical.schema import (
 from cdcnorm.errors import CdcError, UsageError
 from cdcnorm.first_pass import first_pass
 from cdcnorm.fs import FileEntry, list_files, open_input
-from cdcnorm.lake import Lake, new_run_id, open_for_write
-from cdcnorm.lake_lock import taken_over
+from cdcnorm.lake import Lake, new_run_id, open_lake
+from cdcnorm.lake_commit import dedup_scope, mark_duplicates, stage_and_commit, staged_rows, with_source_day
 from cdcnorm.session import get_spark, keep_exact_variants
 from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
 
 Progress = Callable[[str], None]
+STAGING = "_staging"  # LAKE/_staging/<run_id>/decoded: a run's decoded rows, deleted when the run ends
 
 
 @dataclass
@@ -66,29 +67,29 @@ def normalize(
     lake: str | None = None,
     progress: Progress | None = None,
     resolves: DataFrame | None = None,
-    break_lock: bool = False,
+    dedup_window_days: int | None = None,
 ) -> NormalizeResult:
     """Normalize files (paths) or a raw-message DataFrame into canonical change rows.
 
-    With `lake`, the run holds the lake's writer lock (a second writer is refused; `break_lock` removes a
-    lock left by a writer on another host), is staged and committed into the lake, and rows already there are
-    counted as duplicates; without it, the result's DataFrames are computed in memory. `resolves` (quarantine
-    ids being retried) marks those ids resolved unless this run quarantined the same record again.
+    With `lake`, the run is committed into the lake's Delta tables (cdcnorm.lake_commit): rows already in the
+    lake within the dedup window (`dedup_window_days`, default 7 days of source time) are counted as
+    duplicates, and concurrent runs into the same lake are safe; without it, the result's DataFrames are
+    computed in memory. `resolves` (quarantine ids being retried) marks those ids resolved unless this run
+    quarantined the same record again.
     """
     spark = spark or get_spark()
     keep_exact_variants(spark)
     started = dt.datetime.now(dt.UTC)
     run_id = new_run_id()
-    args = (source, vendor, spark, options, column_map, progress, resolves, run_id, started)
-    if not lake:
-        return _normalize(*args, None)
-    with open_for_write(spark, lake, "normalize", run_id, break_lock) as lake_obj:
-        return _normalize(*args, lake_obj)
+    lake_obj = open_lake(spark, lake) if lake else None
+    return _normalize(source, vendor, spark, options, column_map, progress, resolves, run_id, started, lake_obj,
+                      dedup_window_days)
 
 
 def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, options: dict[str, Any] | None,
                column_map: dict[str, str] | None, progress: Progress | None, resolves: DataFrame | None,
-               run_id: str, started: dt.datetime, lake_obj: Lake | None) -> NormalizeResult:
+               run_id: str, started: dt.datetime, lake_obj: Lake | None,
+               dedup_window_days: int | None) -> NormalizeResult:
     say = progress or (lambda _msg: None)
     lake = lake_obj.path if lake_obj else None
     if isinstance(source, DataFrame):
@@ -118,10 +119,26 @@ def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, o
 
     say(f"decoding {n_files or 'DataFrame'} {'files' if n_files else ''} with the {adapter.name} adapter".replace("  ", " "))
     decoded = _stage(decoded, lake_obj, run_id)
+    try:
+        return _finish(decoded, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind, inputs,
+                       n_files, skipped, dedup_window_days)
+    finally:
+        if lake_obj:
+            lake_obj.fs.delete(lake_obj._p(STAGING, run_id))
 
-    changes = adapter.post_process(decoded.where(F.col(B.KIND) == KIND_CHANGE))
-    existing = lake_obj.changes().select("event_id") if lake_obj else None
-    marked = _mark_duplicates(changes, existing).persist(StorageLevel.MEMORY_AND_DISK)
+
+def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Progress, resolves: DataFrame | None,
+            run_id: str, started: dt.datetime, lake_obj: Lake | None, lake: str | None, kind: str,
+            inputs: list[str], n_files: int, skipped: dict[str, int], window: int | None) -> NormalizeResult:
+    changes = with_source_day(adapter.post_process(decoded.where(F.col(B.KIND) == KIND_CHANGE)))
+    if lake_obj:
+        say("checking the lake for duplicates")
+        scope = dedup_scope(lake_obj, changes, window)
+        marked = mark_duplicates(changes, scope.existing).withColumn("_unchecked", scope.unchecked)
+    else:
+        scope = None
+        marked = mark_duplicates(changes, None).withColumn("_unchecked", F.lit(False))
+    marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
     kept = marked.where(~F.col("_dup")).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
 
     now = dt.datetime.now(dt.UTC)
@@ -131,30 +148,32 @@ def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, o
     if resolves is not None:
         resolved = resolves.join(quarantine.select("quarantine_id"), "quarantine_id", "left_anti").distinct()
     if lake_obj:
-        quarantine = quarantine.join(lake_obj.quarantine(include_resolved=True).select("quarantine_id"),
+        quarantine = quarantine.join(lake_obj.quarantine(include_resolved=True, latest=True).select("quarantine_id"),
                                      "quarantine_id", "left_anti")
-        schemas = schemas.join(lake_obj.schemas().select("version_id"), "version_id", "left_anti")
+        schemas = schemas.join(lake_obj.schemas(latest=True).select("version_id"), "version_id", "left_anti")
         schemas = schemas.select(*[c.name for c in SCHEMA_VERSION_COLUMNS])
 
     say("counting outcomes")
     report = build_report(decoded, marked, adapter, kind, inputs, n_files, skipped, run_id, started)
-    if lake_obj:
-        say("writing the lake")
-        kept.write.partitionBy("vendor").parquet(lake_obj.staging(run_id, "changes"))
-        quarantine.write.parquet(lake_obj.staging(run_id, "quarantine"))
-        schemas.write.parquet(lake_obj.staging(run_id, "schemas"))
+    if not lake_obj:
+        report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
+        return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, decoded)
+
+    say("writing the lake")
+    frames = {"changes": marked.where(~F.col("_dup")), "quarantine": quarantine, "schemas": schemas,
+              "quarantine_resolved": resolved.withColumn("run_id", F.lit(run_id)) if resolved is not None else None}
+
+    def make_report(adds) -> dict[str, Any]:
+        report["quarantine_new"] = staged_rows(adds, "quarantine")
+        report["schema_versions_new"] = staged_rows(adds, "schemas")
         if resolved is not None:
-            resolved.write.parquet(lake_obj.staging(run_id, "quarantine_resolved"))
-            report["quarantine_resolved"] = spark.read.parquet(lake_obj.staging(run_id, "quarantine_resolved")).count()
-        report["quarantine_new"] = spark.read.parquet(lake_obj.staging(run_id, "quarantine")).count()
-        report["schema_versions_new"] = spark.read.parquet(lake_obj.staging(run_id, "schemas")).count()
-        previous = taken_over(lake_obj.path)
-        if previous:
-            report["lock_taken_over"] = previous
+            report["quarantine_resolved"] = staged_rows(adds, "quarantine_resolved")
+        report["dedup_window_days"] = scope.window_days
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
-        lake_obj.commit(run_id, report)
-    else:
-        report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
+        return report
+
+    report = stage_and_commit(lake_obj, run_id, scope, frames, make_report)
+    marked.unpersist()
     return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, decoded)
 
 
@@ -174,27 +193,12 @@ def _adapter(vendor: str | Adapter, options: dict[str, Any] | None) -> Adapter:
 
 
 def _stage(decoded: DataFrame, lake: Lake | None, run_id: str) -> DataFrame:
-    """Decode once: stage the decoded rows (in the lake's staging area, or in memory)."""
+    """Decode once: stage the decoded rows (in the run's own staging folder of the lake, or in memory)."""
     if lake is None:
         return decoded.persist(StorageLevel.MEMORY_AND_DISK)
-    path = lake.staging(run_id, "decoded")
+    path = lake._p(STAGING, run_id, "decoded")
     decoded.write.parquet(path)
     return decoded.sparkSession.read.parquet(path)
-
-
-def _mark_duplicates(changes: DataFrame, existing: DataFrame | None) -> DataFrame:
-    """Flag `_dup` on every row whose event id is already in the lake or earlier in this run."""
-    df = changes
-    if existing is not None:
-        df = df.join(existing.distinct().withColumn("_existing", F.lit(True)), "event_id", "left")
-    else:
-        df = df.withColumn("_existing", F.lit(None).cast("boolean"))
-    order = Window.partitionBy("event_id").orderBy(
-        F.col("origin.uri").asc_nulls_last(), F.col("origin.partition").asc_nulls_last(),
-        F.col("origin.index").asc_nulls_last(), F.col("origin.offset").asc_nulls_last(),
-    )
-    df = df.withColumn("_rn", F.row_number().over(order))
-    return df.withColumn("_dup", F.coalesce(F.col("_existing"), F.lit(False)) | (F.col("_rn") > 1))
 
 
 def _quarantine_rows(decoded: DataFrame, now: dt.datetime) -> DataFrame:
@@ -237,7 +241,7 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
     ident = ["vendor", "stream", "source_db", "database", "schema", "table"]
     groups = [r.asDict() for r in marked.groupBy(*ident, "op", "_dup").agg(
         F.sum(B.RECORDS).alias("records"), F.sum(B.MERGED).alias("merged"), F.count(F.lit(1)).alias("rows"),
-        F.max("source_ts").alias("newest"),
+        F.max("source_ts").alias("newest"), F.sum(F.col("_unchecked").cast("long")).alias("unchecked"),
     ).collect()]  # one row per (table, op): aggregates only
     kept_groups = [g for g in groups if not g["_dup"]]
     emitted = sum(int(g["records"] or 0) for g in kept_groups)
@@ -290,6 +294,7 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
         "filters_by_rule": {r: rec for (k, r), (rec, _) in by_kind.items() if k == KIND_FILTERED},
         "metadata_by_kind": {r: rec for (k, r), (rec, _) in by_kind.items() if k == KIND_METADATA},
         "duplicates_by_table": dup_by,
+        "dedup_unchecked": sum(int(g["unchecked"] or 0) for g in kept_groups),
         "flags": flags,
         "heartbeats": heartbeats,
     }

@@ -22,8 +22,9 @@ def normalize(
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any record was quarantined.")] = False,
     option: OptionOpt = None,
     master: MasterOpt = None,
-    break_lock: Annotated[bool, typer.Option(
-        "--break-lock", help="Remove the lake's writer lock left by a writer that is gone (e.g. on another host).")] = False,
+    dedup_window: Annotated[int | None, typer.Option(
+        "--dedup-window", min=0, help="Days of source time a new change is checked for duplicates in the lake "
+        "(default 7); older redeliveries are written and counted as dedup_unchecked.")] = None,
 ) -> None:
     """Normalize vendor CDC files into canonical change records in LAKE."""
 
@@ -38,12 +39,7 @@ def normalize(
         with console.status("starting Spark") as status:
             spark = get_spark(master, quiet=True)
             result = do_normalize(inputs, vendor, spark=spark, options=options, lake=lake,
-                                  progress=lambda msg: status.update(msg), break_lock=break_lock)
-        previous = result.report.get("lock_taken_over")
-        if previous:
-            err.print(f"[yellow]note:[/yellow] took over the lake's writer lock of run {previous.get('run_id')} "
-                      f"(pid {previous.get('pid')} on {previous.get('host')}; {previous.get('reason')}).",
-                      highlight=False, soft_wrap=True)
+                                  progress=lambda msg: status.update(msg), dedup_window_days=dedup_window)
         print_report(result.report, lake)
         if strict and result.report["outcomes"]["quarantined"]:
             err.print(f"[yellow]--strict:[/yellow] {result.report['outcomes']['quarantined']} record(s) quarantined; "
@@ -92,7 +88,7 @@ def print_report(report: dict[str, Any], lake: str | None = None) -> None:
     if report.get("skipped_objects"):
         console.print("skipped objects: " + ", ".join(f"{k} {v}" for k, v in report["skipped_objects"].items()))
     if lake:
-        console.print(f"lake: {lake}  (report: {lake}/runs/{report['run_id']}.json)")
+        console.print(f"lake: {lake}  (report: run {report['run_id']} in {lake}/runs)")
 
 
 _OP_COLUMNS = ("SNAPSHOT", "INSERT", "UPDATE", "DELETE")

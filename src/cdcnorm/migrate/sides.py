@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import orjson
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -69,11 +68,7 @@ class Side:
     def run_reports(self) -> list[dict[str, Any]]:
         """Committed run reports of this side's vendor (small JSON files read on the driver)."""
         out = []
-        for run_id in self.lake_obj.committed_runs():
-            try:
-                rep = self.lake_obj.run_report(run_id)
-            except (OSError, orjson.JSONDecodeError):
-                continue
+        for rep in self.lake_obj.run_reports():
             if rep.get("vendor") == self.vendor:
                 out.append(rep)
         return out

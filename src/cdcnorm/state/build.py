@@ -53,7 +53,8 @@ def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write
 
 def _apply(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None, write: bool) -> ApplyResult:
     selected = name_filter(tables)
-    changes = lk.changes().withColumn("_tid", table_hash())
+    # An event id is applied once, even if a redelivery older than the dedup window reached the lake twice.
+    changes = lk.changes().dropDuplicates(["event_id"]).withColumn("_tid", table_hash())
     schemas = lk.schemas()
     if selected is not None:
         changes, schemas = changes.where(selected), schemas.where(selected)

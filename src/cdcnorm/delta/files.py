@@ -1,0 +1,108 @@
+"""Write rows as a Delta table's data files with Spark's own Parquet writer, and describe them as add actions.
+
+Each write goes to a folder of its own inside the table (`<table>/<prefix>/<partition dirs>/part-*.parquet`),
+so concurrent writers never share Spark's `_temporary` folder and a crashed writer's files are plain orphans:
+invisible to every Delta reader until committed, removed by `cdcnorm lake maintain` (vacuum). The statistics
+(row count, min / max, null count of the chosen columns) come from one Spark aggregation over the written
+files, grouped by file: only one row per file reaches the driver.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import unquote
+
+from deltalake.transaction import AddAction
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from cdcnorm.delta.table import DeltaTableRef
+
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+def write_files(df: DataFrame, table: DeltaTableRef, prefix: str, stats_columns: Sequence[str] = (),
+                sort_by: Sequence[str] = ()) -> list[AddAction]:
+    """Write `df` (the table's columns) under `<table>/<prefix>/` and return one add action per written file."""
+    names = [f.name for f in table.schema.fields]
+    out = df.select(*[F.col(f"`{n}`") for n in names])
+    if sort_by:
+        out = out.sortWithinPartitions(*[F.col(f"`{c}`") for c in (*table.partition_by, *sort_by)])
+    target = f"{table.uri}/{prefix}"
+    writer = out.write.mode("error")
+    if table.partition_by:
+        writer = writer.partitionBy(*table.partition_by)
+    writer.parquet(target)
+    return written_adds(df.sparkSession, table, prefix, stats_columns)
+
+
+def written_adds(spark, table: DeltaTableRef, prefix: str, stats_columns: Sequence[str] = ()) -> list[AddAction]:
+    """Add actions (with statistics) for the Parquet files Spark wrote under `<table>/<prefix>/`."""
+    data_schema = StructType([f for f in table.schema.fields if f.name not in table.partition_by])
+    types = {f.name: f.dataType.typeName() for f in data_schema.fields}
+    cols = [c for c in stats_columns if c in types]
+    frame = spark.read.schema(data_schema).parquet(f"{table.uri}/{prefix}")
+    aggs = [F.count(F.lit(1)).alias("_n")]
+    for i, c in enumerate(cols):
+        col = F.col(f"`{c}`")
+        aggs += [F.min(col).alias(f"_min{i}"), F.max(col).alias(f"_max{i}"),
+                 F.sum(col.isNull().cast("long")).alias(f"_nulls{i}")]
+    meta = frame.groupBy(F.col("_metadata.file_path").alias("_path"), F.col("_metadata.file_size").alias("_size"),
+                         F.col("_metadata.file_modification_time").alias("_mtime")).agg(*aggs)
+    adds = []
+    for r in sorted(meta.collect(), key=lambda r: r["_path"]):  # one row per written file: metadata only
+        rel = _relative(r["_path"], prefix)
+        stats: dict[str, Any] = {"numRecords": int(r["_n"]), "minValues": {}, "maxValues": {}, "nullCount": {}}
+        for i, c in enumerate(cols):
+            stats["nullCount"][c] = int(r[f"_nulls{i}"] or 0)
+            lo, hi = r[f"_min{i}"], r[f"_max{i}"]
+            if lo is not None:
+                stats["minValues"][c] = _stat_value(lo, types[c], up=False)
+                stats["maxValues"][c] = _stat_value(hi, types[c], up=True)
+        mtime = r["_mtime"]
+        adds.append(AddAction(rel, int(r["_size"]), partition_values(rel, table.partition_by),
+                              int(mtime.replace(tzinfo=dt.UTC).timestamp() * 1000) if mtime else 0,
+                              True, json.dumps(stats, separators=(",", ":"))))
+    return adds
+
+
+def partition_values(rel_path: str, partition_by: Sequence[str]) -> dict[str, str | None]:
+    """Partition values from the `k=v` folders of a data file's path (Spark escapes them like Hive)."""
+    found: dict[str, str | None] = {}
+    for seg in rel_path.split("/")[:-1]:
+        if "=" in seg:
+            k, v = seg.split("=", 1)
+            found[k] = None if v == NULL_PARTITION else unquote(v)
+    return {k: found.get(k) for k in partition_by}
+
+
+def _relative(uri: str, prefix: str) -> str:
+    """The file's path relative to the table, as it is on disk (delta-rs quotes it in the log itself)."""
+    path = unquote(uri)
+    marker = "/" + prefix + "/"
+    at = path.rfind(marker)
+    if at < 0:
+        raise ValueError(f"written file {uri} is not under {prefix}")
+    return path[at + 1:]
+
+
+def _stat_value(v: Any, type_name: str, up: bool) -> Any:
+    """A statistic in the Delta log's JSON form; timestamps at millisecond precision, the max rounded up so a
+    reader's pruning never skips a file whose true max has microseconds."""
+    if type_name in ("timestamp", "timestamp_ntz"):
+        if v.tzinfo is None and type_name == "timestamp":
+            v = v.replace(tzinfo=dt.UTC)
+        micros = v.microsecond % 1000
+        if up and micros:
+            v = v + dt.timedelta(microseconds=1000 - micros)
+        else:
+            v = v - dt.timedelta(microseconds=micros)
+        text = v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond // 1000:03d}"
+        return text + ("Z" if type_name == "timestamp" else "")
+    if type_name == "date":
+        return v.isoformat()
+    return v

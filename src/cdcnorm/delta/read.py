@@ -1,0 +1,50 @@
+"""A Delta table as a Spark DataFrame without Spark's Delta jars: the live files come from the Delta log
+(delta-rs), Spark reads them as Parquet, and partition values are taken from the files' `k=v` folders.
+
+With the Delta jars on the classpath, `spark.read.format("delta").load(path)` reads the same tables directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from cdcnorm.delta.files import NULL_PARTITION
+from cdcnorm.delta.table import DeltaTableRef
+
+
+def read_table(spark: SparkSession, table: DeltaTableRef, version: int | None = None,
+               where: Sequence[tuple[str, str, Any]] | None = None, columns: Sequence[str] | None = None) -> DataFrame:
+    """The table's rows at `version` (latest by default), pruned to the partitions `where` selects."""
+    names = list(columns) if columns else [f.name for f in table.schema.fields]
+    wanted = StructType([table.schema[n] for n in names])
+    if version is not None and version < 0:
+        return spark.createDataFrame([], wanted)
+    return read_files(spark, table, table.files(version, where), names)
+
+
+def read_files(spark: SparkSession, table: DeltaTableRef, files: Sequence[str],
+               columns: Sequence[str] | None = None) -> DataFrame:
+    """Rows of some of the table's data files (absolute URIs), partition columns included."""
+    names = list(columns) if columns else [f.name for f in table.schema.fields]
+    if not files:
+        return spark.createDataFrame([], StructType([table.schema[n] for n in names]))
+    data = StructType([f for f in table.schema.fields if f.name not in table.partition_by and f.name in names])
+    df = spark.read.schema(data).parquet(*files)
+    for col in table.partition_by:
+        if col in names:
+            df = df.withColumn(col, partition_column(col).cast(table.schema[col].dataType))
+    return df.select(*[F.col(f"`{n}`") for n in names])
+
+
+def partition_column(name: str):
+    """The value of partition `name` from the `name=value` folder in each row's file path (null for Hive's
+    null marker; Spark escapes partition values like Hive, so they are URL-decoded)."""
+    seg = F.regexp_extract(F.col("_metadata.file_path"), f"/{name}=([^/]*)/", 1)
+    # the path is a URI (percent-encoded) of a folder name Spark escaped like Hive: decode both layers
+    decoded = F.url_decode(F.regexp_replace(F.url_decode(F.regexp_replace(seg, r"\+", "%2B")), r"\+", "%2B"))
+    return F.when((seg == "") | (seg == NULL_PARTITION), F.lit(None)).otherwise(decoded)

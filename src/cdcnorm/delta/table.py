@@ -1,0 +1,177 @@
+"""One Delta table, committed through delta-rs (the `deltalake` package).
+
+The table is addressed by a URI delta-rs understands (a local path, `gs://`, `s3://`, `abfss://`, ...) with
+its object-store settings (`storage_options`); see docs/canonical.md "Object stores". Every commit may carry
+app transactions (`Transaction(app_id, version)`), which is how cdcnorm makes a commit idempotent: before it
+commits, a writer checks :meth:`DeltaTableRef.txn_version`, and two writers committing the same app id from
+the same table version conflict (the loser gets :class:`Conflict`, reloads and re-checks).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from deltalake import DeltaTable, Schema
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
+from deltalake.transaction import (
+    AddAction,
+    CommitProperties,
+    RemoveAction,
+    Transaction,
+    create_table_with_add_actions,
+)
+from pyspark.sql.types import StructType
+
+from cdcnorm.errors import LakeError
+
+# Reader / writer features the jar-less path honours. Anything else (deletion vectors, column mapping, row
+# tracking, ...) changes what a data file means, so a table using it is refused rather than misread.
+SUPPORTED_FEATURES = frozenset({"variantType", "variantType-preview", "appendOnly", "invariants",
+                                "timestampNtz", "checkConstraints"})
+
+
+class Conflict(Exception):
+    """Another writer committed first with an app transaction this commit also carries."""
+
+
+def delta_uri(path: str) -> str:
+    """The table location as delta-rs wants it: local paths absolute, `file:` URIs as plain paths."""
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    elif path.startswith("file:"):
+        path = path[len("file:"):]
+    if "://" in path:
+        return path.rstrip("/")
+    return os.path.abspath(path)
+
+
+@dataclass
+class DeltaTableRef:
+    """A Delta table of the lake: where it is, its Spark schema and its partition columns."""
+
+    uri: str
+    schema: StructType
+    partition_by: tuple[str, ...] = ()
+    storage_options: Mapping[str, str] | None = None
+    _handle: DeltaTable | None = field(default=None, repr=False, compare=False)
+
+    # -- existence and features ----------------------------------------------------------------------------
+    def exists(self) -> bool:
+        return DeltaTable.is_deltatable(self.uri, storage_options=dict(self.storage_options or {}))
+
+    def ensure(self) -> None:
+        """Create the table (empty, version 0) if it does not exist yet; refuse unsupported features."""
+        if not self.exists():
+            try:
+                create_table_with_add_actions(self.uri, self.delta_schema(), [], mode="ignore",
+                                              partition_by=list(self.partition_by) or None,
+                                              storage_options=dict(self.storage_options or {}))
+            except Exception:  # a concurrent creator won: fine if the table is there now
+                if not self.exists():
+                    raise
+        self.check_features()
+
+    def delta_schema(self) -> Schema:
+        return Schema.from_json(self.schema.json())
+
+    def check_features(self) -> None:
+        """Refuse a table whose protocol needs a feature this reader/writer cannot honour."""
+        proto = self.handle().protocol()
+        used = set(proto.reader_features or []) | set(proto.writer_features or [])
+        unsupported = sorted(used - SUPPORTED_FEATURES)
+        config = self.handle().metadata().configuration or {}
+        if config.get("delta.columnMapping.mode", "none") != "none":
+            unsupported.append("columnMapping")
+        if config.get("delta.enableDeletionVectors") == "true" and "deletionVectors" not in unsupported:
+            unsupported.append("deletionVectors")
+        if unsupported:
+            raise LakeError(
+                f"The Delta table {self.uri} uses {', '.join(unsupported)}, which cdcnorm cannot read or write "
+                "without Spark's Delta jars; rewrite it without these features (e.g. REORG / disable them) first."
+            )
+
+    # -- reading the log -----------------------------------------------------------------------------------
+    def handle(self, version: int | None = None) -> DeltaTable:
+        """The table at `version` (latest: loaded once, then brought up to date)."""
+        opts = dict(self.storage_options or {})
+        if version is not None:
+            return DeltaTable(self.uri, version=version, storage_options=opts)
+        if self._handle is None:
+            try:
+                self._handle = DeltaTable(self.uri, storage_options=opts)
+            except TableNotFoundError as exc:
+                raise LakeError(f"No Delta table at {self.uri}") from exc
+        else:
+            self._handle.update_incremental()
+        return self._handle
+
+    def version(self) -> int:
+        return self.handle().version()
+
+    def txn_version(self, app_id: str, version: int | None = None) -> int | None:
+        return self.handle(version).transaction_version(app_id)
+
+    def fresh(self) -> DeltaTable:
+        """A handle loaded now, for a check-then-commit: the commit detects conflicts with anything committed
+        after the version this handle read."""
+        return DeltaTable(self.uri, storage_options=dict(self.storage_options or {}))
+
+    def add_actions(self, version: int | None = None, handle: DeltaTable | None = None) -> pa.Table:
+        """The live add actions (path, size, partition values, stats) at `version` as an Arrow table."""
+        return pa.table((handle or self.handle(version)).get_add_actions(flatten=True))
+
+    def live(self, version: int | None = None, handle: DeltaTable | None = None) -> list[dict[str, Any]]:
+        """The live files as dicts: `path` (relative), `uri` (absolute), `size`, `partition` values."""
+        acts = self.add_actions(version, handle)
+        parts = {c: acts.column(f"partition.{c}").to_pylist() for c in self.partition_by
+                 if f"partition.{c}" in acts.column_names}
+        out = []
+        for i, path in enumerate(acts.column("path").to_pylist()):
+            out.append({"path": path, "uri": self.uri + "/" + path, "size": acts.column("size_bytes")[i].as_py(),
+                        "partition": {c: parts[c][i] if c in parts else None for c in self.partition_by}})
+        return out
+
+    def files(self, version: int | None = None, where: Sequence[tuple[str, str, Any]] | None = None) -> list[str]:
+        """Absolute URIs of the live data files, optionally pruned by partition values
+        (`[("vendor", "=", "x"), ("source_day", "in", [...])]`)."""
+        dt = self.handle(version)
+        if not where:
+            return dt.file_uris()
+        return dt.file_uris(partition_filters=list(where))
+
+    # -- committing ----------------------------------------------------------------------------------------
+    def commit(self, adds: Iterable[AddAction], txns: Iterable[tuple[str, int]] = (),
+               removes: Iterable[RemoveAction] = (), operation_note: Mapping[str, Any] | None = None,
+               handle: DeltaTable | None = None) -> int:
+        """Commit adds (and removes) with app transactions in one Delta transaction; the new version.
+
+        Raises :class:`Conflict` when a concurrent commit carried one of the same app ids (the caller reloads
+        and re-checks). Blind appends by writers with other app ids do not conflict.
+        """
+        dt = handle or self.handle()
+        actions: list[AddAction | RemoveAction] = [*adds, *removes]
+        props = CommitProperties(app_transactions=[Transaction(a, v) for a, v in txns],
+                                 custom_metadata={k: str(v) for k, v in (operation_note or {}).items()} or None)
+        try:
+            dt.create_write_transaction(actions, "append", self.delta_schema(),
+                                        partition_by=list(self.partition_by) or None, commit_properties=props)
+        except CommitFailedError as exc:
+            self._handle = None
+            raise Conflict(str(exc)) from exc
+        dt.update_incremental()
+        return dt.version()
+
+
+def add_action(d: Mapping[str, Any]) -> AddAction:
+    """An AddAction from its plain-dict form (the form kept in a pending run's intent file)."""
+    return AddAction(d["path"], int(d["size"]), dict(d["partition_values"]), int(d["modification_time"]),
+                     bool(d.get("data_change", True)), d["stats"])
+
+
+def add_dict(a: AddAction) -> dict[str, Any]:
+    return {"path": a.path, "size": a.size, "partition_values": dict(a.partition_values),
+            "modification_time": a.modification_time, "data_change": a.data_change, "stats": a.stats}

@@ -1,0 +1,324 @@
+"""How a run reaches the lake: dedup against the lake, staged data files, then five idempotent Delta commits.
+
+Delta has no multi-table transaction, so a run commits its tables one after the other, in a fixed order
+(schemas, quarantine, quarantine_resolved, changes, runs), each commit carrying the app transaction
+`cdcnorm.run.<run_id>` (version 1). Between writing its data files and its first commit, a run records its
+intent (`LAKE/_commits/<run_id>.json`: the add actions per table and the report); any later writer (or the same
+command re-run) completes a pending intent: a table whose log already holds the run's app transaction is
+skipped, the others are committed. So a crash at any point loses nothing and repeats nothing, and readers take
+the versions recorded in the run report as their cut.
+
+Dedup per lake: a batch is checked against the changes already in the lake in the partitions it touches
+(vendor, source day) within the dedup window, never against the whole lake. Concurrent writers do not lock:
+every changes commit also carries `cdcnorm.changes` (the next version), so of two writers committing at the
+same time one gets a conflict; it re-checks its rows against the files the other added (only those), drops
+what the other already delivered, and commits again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import secrets
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pyarrow as pa
+from deltalake import write_deltalake
+from deltalake.transaction import AddAction, CommitProperties, Transaction
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from cdcnorm.delta.files import write_files
+from cdcnorm.delta.read import read_files
+from cdcnorm.delta.table import Conflict, DeltaTableRef, add_action, add_dict
+from cdcnorm.lake import Lake
+from cdcnorm.lake_tables import SOURCE_DAY, source_day
+
+INTENTS = "_commits"
+SERIAL_APP = "cdcnorm.changes"
+DEFAULT_WINDOW_DAYS = 7
+TABLE_KEY = ("vendor", "stream", "database", "schema", "table")
+STAGED_TABLES = ("schemas", "quarantine", "quarantine_resolved", "changes")
+
+
+def run_app(run_id: str) -> str:
+    return f"cdcnorm.run.{run_id}"
+
+
+def crash_point(name: str) -> None:
+    """Fault injection for the crash tests: `CDCNORM_CRASH_AT=<name>` kills the whole process group here
+    (the JVM included), like `kill -9` of a normalize at that moment."""
+    if os.environ.get("CDCNORM_CRASH_AT") == name:
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+# -- dedup against the lake -------------------------------------------------------------------------------------
+@dataclass
+class DedupScope:
+    """What a batch is checked against: the event ids of the lake's changes in the partitions it touches."""
+
+    existing: DataFrame | None
+    read_version: int
+    unchecked: Column
+    window_days: int
+
+
+def dedup_scope(lk: Lake, rows: DataFrame, window_days: int | None = None) -> DedupScope:
+    """The lake's event ids a batch (`rows`, with `source_day`) must be checked against.
+
+    Per vendor, the horizon is the batch's newest source day minus the window: rows of older days are not
+    checked (they are written and counted as `dedup_unchecked`); rows of newer days are checked against the
+    lake's files of the same vendor and day, plus the files without a day (rows without a source time, lakes
+    upgraded from format 1). The cost is bounded by the window, not by the lake's size.
+    """
+    window = DEFAULT_WINDOW_DAYS if window_days is None else int(window_days)
+    table = lk.table("changes")
+    handle = table.fresh()
+    version = handle.version()
+    parts = [(r["vendor"], r[SOURCE_DAY]) for r in rows.select("vendor", SOURCE_DAY).distinct().collect()]
+    horizon: dict[str, str] = {}
+    for vendor, day in parts:
+        if day is not None:
+            newest = max(day, horizon.get(vendor, day))
+            horizon[vendor] = newest
+    horizon = {v: (dt.date.fromisoformat(d) - dt.timedelta(days=window)).isoformat() for v, d in horizon.items()}
+    checked = {(v, d) for v, d in parts if d is None or d >= horizon[v]}
+    vendors = {v for v, _ in parts}
+    files = [f["uri"] for f in table.live(handle=handle)
+             if f["partition"]["vendor"] in vendors
+             and (f["partition"][SOURCE_DAY] is None or (f["partition"]["vendor"], f["partition"][SOURCE_DAY]) in checked)]
+    existing = read_files(lk.spark, table, files, ["event_id"]) if files else None
+    unchecked = F.lit(False)
+    for vendor, limit in horizon.items():
+        unchecked = unchecked | ((F.col("vendor") == vendor) & F.col(SOURCE_DAY).isNotNull()
+                                 & (F.col(SOURCE_DAY) < F.lit(limit)))
+    return DedupScope(existing, version, unchecked, window)
+
+
+def with_source_day(rows: DataFrame) -> DataFrame:
+    return rows.withColumn(SOURCE_DAY, source_day())
+
+
+def mark_duplicates(changes: DataFrame, existing: DataFrame | None) -> DataFrame:
+    """Flag `_dup` on every row whose event id is already in the lake or earlier in this batch."""
+    df = changes
+    if existing is not None:
+        df = df.join(existing.distinct().withColumn("_existing", F.lit(True)), "event_id", "left")
+    else:
+        df = df.withColumn("_existing", F.lit(None).cast("boolean"))
+    order = Window.partitionBy("event_id").orderBy(
+        F.col("origin.uri").asc_nulls_last(), F.col("origin.partition").asc_nulls_last(),
+        F.col("origin.index").asc_nulls_last(), F.col("origin.offset").asc_nulls_last(),
+    )
+    df = df.withColumn("_rn", F.row_number().over(order))
+    return df.withColumn("_dup", F.coalesce(F.col("_existing"), F.lit(False)) | (F.col("_rn") > 1))
+
+
+# -- staging and the commit sequence ----------------------------------------------------------------------------
+@dataclass
+class Pending:
+    """A run whose data files are written and whose commits may be incomplete (the intent file's content)."""
+
+    run_id: str
+    adds: dict[str, list[dict[str, Any]]]
+    report: dict[str, Any]
+    read_version: int
+    attempts: list[str] = field(default_factory=list)
+
+    def to_json(self) -> bytes:
+        return orjson.dumps({"run_id": self.run_id, "adds": self.adds, "report": self.report,
+                             "read_version": self.read_version, "attempts": self.attempts})
+
+    @classmethod
+    def from_json(cls, raw: str) -> Pending:
+        d = orjson.loads(raw)
+        return cls(d["run_id"], d["adds"], d["report"], int(d["read_version"]), d.get("attempts", []))
+
+
+def stage(lk: Lake, run_id: str, frames: dict[str, DataFrame | None]) -> dict[str, list[AddAction]]:
+    """Write each table's new rows as data files of that table (invisible until committed)."""
+    adds: dict[str, list[AddAction]] = {}
+    for name in STAGED_TABLES:
+        frame = frames.get(name)
+        if frame is None:
+            continue
+        spec = lk.specs[name]
+        adds[name] = write_files(frame, lk.table(name), f"run={run_id}", spec.stats, spec.sort_by)
+    crash_point("written")
+    return adds
+
+
+def commit_run(lk: Lake, run_id: str, adds: dict[str, list[AddAction]], report: dict[str, Any],
+               read_version: int) -> dict[str, Any]:
+    """Record the intent, then commit every table; returns the final report (as committed)."""
+    pending = Pending(run_id, {k: [add_dict(a) for a in v] for k, v in adds.items()}, report, read_version)
+    _save(lk, pending)
+    crash_point("intent")
+    return complete(lk, pending)
+
+
+def complete(lk: Lake, p: Pending) -> dict[str, Any]:
+    """Commit whatever of `p` is not committed yet (idempotent: safe to run again, or by another writer)."""
+    app = run_app(p.run_id)
+    versions: dict[str, int] = {}
+    for name in ("schemas", "quarantine", "quarantine_resolved"):
+        versions[name] = _commit_once(lk.table(name), [add_action(d) for d in p.adds.get(name, [])], app)
+        crash_point(f"committed:{name}")
+    versions["changes"] = _commit_changes(lk, p)
+    crash_point("committed:changes")
+    _commit_report(lk, p, versions)
+    crash_point("committed:runs")
+    lk.fs.delete(_intent_path(lk, p.run_id))
+    return p.report
+
+
+def complete_pending(lk: Lake) -> list[str]:
+    """Complete every run that stopped between its first and last commit; the run ids completed."""
+    done = []
+    for name in lk.fs.list_dir(lk._p(INTENTS)):
+        if not name.endswith(".json"):
+            continue
+        text = lk.fs.read_text_or_none(lk._p(INTENTS, name))
+        if text is None:  # completed by its own writer meanwhile
+            continue
+        complete(lk, Pending.from_json(text))
+        done.append(name[:-5])
+    return done
+
+
+def _commit_once(table: DeltaTableRef, adds: list[AddAction], app: str) -> int:
+    while True:
+        handle = table.fresh()
+        if not adds or handle.transaction_version(app) is not None:
+            return handle.version()
+        try:
+            return table.commit(adds, [(app, 1)], handle=handle)
+        except Conflict:
+            continue
+
+
+def _commit_changes(lk: Lake, p: Pending) -> int:
+    table = lk.table("changes")
+    app = run_app(p.run_id)
+    while True:
+        handle = table.fresh()
+        now = handle.version()
+        if not p.adds.get("changes") or handle.transaction_version(app) is not None:
+            return now
+        if now > p.read_version:
+            if _recheck(lk, p, handle):
+                _save(lk, p)
+                continue
+            p.read_version = now
+        serial = (handle.transaction_version(SERIAL_APP) or 0) + 1
+        try:
+            return table.commit([add_action(d) for d in p.adds["changes"]], [(app, 1), (SERIAL_APP, serial)],
+                                handle=handle)
+        except Conflict:
+            continue
+
+
+def _recheck(lk: Lake, p: Pending, handle) -> bool:
+    """Drop the staged rows that files committed since the run's dedup check already hold; True if any was."""
+    table = lk.table("changes")
+    mine = p.adds["changes"]
+    scope = {(d["partition_values"]["vendor"], d["partition_values"].get(SOURCE_DAY)) for d in mine}
+    vendors = {v for v, _ in scope}
+    before = {f["path"] for f in table.live(p.read_version)}
+    theirs = [f["uri"] for f in table.live(handle=handle) if f["path"] not in before
+              and f["partition"]["vendor"] in vendors
+              and (f["partition"][SOURCE_DAY] is None or (f["partition"]["vendor"], f["partition"][SOURCE_DAY]) in scope)]
+    if not theirs:
+        return False
+    spark = lk.spark
+    other_ids = read_files(spark, table, theirs, ["event_id"]).distinct()
+    mine_rows = read_files(spark, table, [table.uri + "/" + d["path"] for d in mine])
+    dup = mine_rows.join(other_ids, "event_id", "left_semi")
+    counts = [r.asDict() for r in dup.groupBy(*TABLE_KEY, "op").count().collect()]  # aggregates only
+    if not counts:
+        p.read_version = handle.version()
+        return False
+    attempt = f"run={p.run_id}.{secrets.token_hex(3)}"
+    spec = lk.specs["changes"]
+    kept = mine_rows.join(other_ids, "event_id", "left_anti")
+    new_adds = write_files(kept, table, attempt, spec.stats, spec.sort_by)
+    p.adds["changes"] = [add_dict(a) for a in new_adds]
+    p.attempts.append(attempt)
+    p.read_version = handle.version()
+    _count_late_duplicates(p.report, counts)
+    return True
+
+
+def _count_late_duplicates(report: dict[str, Any], counts: list[dict[str, Any]]) -> None:
+    """Move rows another writer delivered first from `emitted` to `duplicate` in the report."""
+    n = sum(int(c["count"]) for c in counts)
+    outcomes = report.setdefault("outcomes", {})
+    outcomes["emitted"] = outcomes.get("emitted", 0) - n
+    outcomes["duplicate"] = outcomes.get("duplicate", 0) + n
+    report["rows_written"] = report.get("rows_written", 0) - n
+    report["duplicates_concurrent"] = report.get("duplicates_concurrent", 0) + n
+    by_op = {tuple(r.get(k) for k in (*TABLE_KEY, "op")): r for r in report.get("rows_by_table_op", [])}
+    dups = {tuple(r.get(k) for k in TABLE_KEY): r for r in report.setdefault("duplicates_by_table", [])}
+    for c in counts:
+        row = by_op.get(tuple(c[k] for k in (*TABLE_KEY, "op")))
+        if row is not None:
+            row["rows"] -= int(c["count"])
+        key = tuple(c[k] for k in TABLE_KEY)
+        if key in dups:
+            dups[key]["duplicates"] += int(c["count"])
+        else:
+            dups[key] = {**{k: c[k] for k in TABLE_KEY}, "duplicates": int(c["count"])}
+            report["duplicates_by_table"].append(dups[key])
+    report["rows_by_table_op"] = [r for r in report.get("rows_by_table_op", []) if r["rows"] > 0]
+
+
+def _commit_report(lk: Lake, p: Pending, versions: dict[str, int]) -> None:
+    table = lk.table("runs")
+    app = run_app(p.run_id)
+    while True:
+        handle = table.fresh()
+        if handle.transaction_version(app) is not None:
+            return
+        p.report.setdefault("finished_at", dt.datetime.now(dt.UTC).isoformat())
+        p.report["table_versions"] = versions
+        finished = dt.datetime.fromisoformat(p.report["finished_at"])
+        row = pa.table({
+            "run_id": pa.array([p.run_id], pa.string()),
+            "vendor": pa.array([p.report.get("vendor")], pa.string()),
+            "finished_at": pa.array([finished], pa.timestamp("us", tz="UTC")),
+            "versions": pa.array([orjson.dumps(versions).decode()], pa.string()),
+            "report": pa.array([orjson.dumps(p.report).decode()], pa.string()),
+        })
+        try:
+            write_deltalake(table.uri, row, mode="append", storage_options=dict(table.storage_options or {}),
+                            commit_properties=CommitProperties(app_transactions=[Transaction(app, 1)]))
+            return
+        except Exception as exc:  # a concurrent completion of the same run won: re-check its txn
+            if "ommit" not in str(exc) and "onflict" not in str(exc):
+                raise
+
+
+def _intent_path(lk: Lake, run_id: str) -> str:
+    return lk._p(INTENTS, run_id + ".json")
+
+
+def _save(lk: Lake, p: Pending) -> None:
+    lk.fs.mkdirs(lk._p(INTENTS))
+    lk.fs.write_text(_intent_path(lk, p.run_id), p.to_json().decode())
+
+
+def stage_and_commit(lk: Lake, run_id: str, scope: DedupScope, frames: dict[str, DataFrame | None],
+                     make_report: Callable[[dict[str, list[AddAction]]], dict[str, Any]]) -> dict[str, Any]:
+    """Stage every table's rows, build the report from what was staged, and commit the run."""
+    adds = stage(lk, run_id, frames)
+    report = make_report(adds)
+    return commit_run(lk, run_id, adds, report, scope.read_version)
+
+
+def staged_rows(adds: dict[str, list[AddAction]], name: str) -> int:
+    """Rows staged for a table, from the add actions' statistics (no data read)."""
+    return sum(int(orjson.loads(a.stats)["numRecords"]) for a in adds.get(name, []))

@@ -1,0 +1,66 @@
+"""The lake's five Delta tables: their schemas, partitioning, statistics and file order.
+
+`changes` is partitioned by `vendor` and `source_day` (the UTC date of `source_ts`, null when the change has no
+source time) and its files are sorted by stream, table and event id: a new batch's duplicate check reads only
+the partitions of the days it touches (within the dedup window), and incremental readers prune by day.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType, TimestampType
+
+from cdcnorm.canonical.schema import canonical_schema, quarantine_schema, schema_versions_schema
+
+SOURCE_DAY = "source_day"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """How one lake table is laid out."""
+
+    name: str
+    schema: StructType
+    partition_by: tuple[str, ...] = ()
+    stats: tuple[str, ...] = ()
+    sort_by: tuple[str, ...] = ()
+
+
+def runs_schema() -> StructType:
+    return StructType([
+        StructField("run_id", StringType(), False),
+        StructField("vendor", StringType(), True),
+        StructField("finished_at", TimestampType(), True),
+        StructField("versions", StringType(), False),
+        StructField("report", StringType(), False),
+    ])
+
+
+def resolved_schema() -> StructType:
+    return StructType([StructField("quarantine_id", StringType(), False), StructField("run_id", StringType(), False)])
+
+
+def specs() -> dict[str, TableSpec]:
+    """The tables in commit order: schemas, quarantine, resolutions, changes, then the run report last."""
+    changes = StructType([*canonical_schema().fields, StructField(SOURCE_DAY, StringType(), True)])
+    return {
+        "schemas": TableSpec("schemas", schema_versions_schema(), stats=("vendor", "stream", "table", "version_id")),
+        "quarantine": TableSpec("quarantine", quarantine_schema(), stats=("vendor", "error_class", "quarantine_id")),
+        "quarantine_resolved": TableSpec("quarantine_resolved", resolved_schema(), stats=("quarantine_id", "run_id")),
+        "changes": TableSpec("changes", changes, ("vendor", SOURCE_DAY),
+                             stats=("stream", "database", "schema", "table", "op", "source_ts", "capture_ts",
+                                    "event_id"),
+                             sort_by=("stream", "table", "event_id")),
+        "runs": TableSpec("runs", runs_schema(), stats=("run_id", "vendor", "finished_at")),
+    }
+
+
+COMMIT_ORDER = tuple(specs())
+
+
+def source_day() -> Column:
+    """The changes table's day partition of a canonical row."""
+    return F.date_format(F.col("source_ts"), "yyyy-MM-dd")
