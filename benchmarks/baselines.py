@@ -74,8 +74,9 @@ def duckdb_projection(lake: str, out: str, threads: int) -> int:
     multiset: context for what a single-node columnar engine costs on the same rows. Returns the row count.
     """
     import duckdb
+    from deltalake import DeltaTable
 
-    files = glob.glob(os.path.join(lake, "changes", "**", "*.parquet"), recursive=True)
+    files = DeltaTable(os.path.join(lake, "changes")).file_uris()  # the live files of the Delta table
     if not files:
         return 0
     con = duckdb.connect()

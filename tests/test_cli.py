@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from lake_reports import run_reports
 
 
 def run(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
@@ -51,20 +52,18 @@ def test_lake_required_for_quarantine_list(tmp_path):
 
 
 def test_strict_normalize_exits_1_on_quarantine(tmp_path):
-    import json
 
     lake = tmp_path / "lake"
     res = run("normalize", str(ROOT / "samples" / "datastream" / "broken"), "--lake", str(lake), "--strict")
     assert res.returncode == 1, res.stderr
     assert "--strict" in res.stderr and "reconciled" in res.stdout
-    [report] = [json.loads(p.read_text()) for p in (lake / "runs").glob("*.json")]
+    [report] = run_reports(lake)
     assert report["reconciled"] and report["outcomes"]["quarantined"] > 0 and report["rows_written"] > 0
 
 
 @pytest.mark.slow
 def test_normalize_datastream_samples_like_a_user(tmp_path):
     """The user flow: normalize, run again (nothing changes), append more, inspect the quarantine."""
-    import json
 
     lake = tmp_path / "lake"
     samples = ROOT / "samples" / "datastream"
@@ -72,19 +71,18 @@ def test_normalize_datastream_samples_like_a_user(tmp_path):
     assert first.returncode == 1, first.stderr  # --strict: the broken samples were quarantined
     assert "--strict" in first.stderr and "quarantined" in first.stderr
     assert "reconciled" in first.stdout and "yes" in first.stdout
-    reports = sorted((lake / "runs").glob("*.json"))
-    r1 = json.loads(reports[0].read_text())
+    r1 = run_reports(lake)[0]
     assert r1["reconciled"] and r1["rows_written"] > 0 and r1["outcomes"]["quarantined"] > 0
 
     again = run("normalize", str(samples / "shop_orders"), str(samples / "broken"), "--lake", str(lake))
     assert again.returncode == 0, again.stderr
-    r2 = json.loads(sorted((lake / "runs").glob("*.json"))[-1].read_text())
+    r2 = run_reports(lake)[-1]
     assert r2["rows_written"] == 0 and r2["quarantine_new"] == 0
     assert r2["outcomes"]["duplicate"] == r1["outcomes"]["emitted"] + r1["outcomes"]["duplicate"]
 
     more = run("normalize", str(samples), "--lake", str(lake), "--vendor", "datastream")
     assert more.returncode == 0, more.stderr
-    r3 = json.loads(sorted((lake / "runs").glob("*.json"))[-1].read_text())
+    r3 = run_reports(lake)[-1]
     assert 0 < r3["rows_written"] < r3["records_read"]
 
     listing = run("quarantine", "list", "--lake", str(lake))

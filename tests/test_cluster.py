@@ -34,6 +34,7 @@ from cdcnorm.simulate import VENDOR_FORMATS, Manifest
 from cdcnorm.simulate.verify import applied_rows, check_format, options_for, token
 from cdcnorm.state import TableId
 from golden_digest import lake_digest
+from lake_reports import run_reports
 
 pytestmark = pytest.mark.slow
 
@@ -83,7 +84,7 @@ def cli_flow(manifest: Manifest, lake: Path, master: str) -> None:
 
 
 def reports(lake: Path) -> dict[str, dict]:
-    found = [json.loads(p.read_text()) for p in sorted((lake / "runs").glob("*.json"))]
+    found = run_reports(lake)
     assert len(found) == len(FORMATS)
     return {r["vendor"]: r for r in found}
 

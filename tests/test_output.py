@@ -13,6 +13,7 @@ from rich.table import Table
 
 from cdcnorm.cli.output import RULE_WIDTH, CommandConsole
 from conftest import SAMPLES
+from lake_reports import run_reports
 
 LONG_STREAM = "ci-log-stream-" + "abcdefghijklmnopqrstuvwxyz0123456789-" * 3 + "end"
 
@@ -79,7 +80,7 @@ def test_the_normalize_summary_prints_every_name_and_number_to_a_pipe(capsys, mo
     assert "…" not in out
     for text in (LONG_STREAM, f"a_database.{table}", "a_reason_name_that_is_long_enough_to_be_cut",
                  "before_image_missing_for_some_update_rows", "123456789012", "123456789000",
-                 "/in/a/ci/log/runs/20261123T000000000000Z-abcdef.json", "run 20261123T000000000000Z-abcdef · replicate"):
+                 "/in/a/ci/log/runs)", "run 20261123T000000000000Z-abcdef · replicate"):
         assert text in out, text
 
 
@@ -97,17 +98,16 @@ def cli(spark, monkeypatch):
 
 @pytest.mark.slow
 def test_normalize_and_quarantine_list_print_full_names_and_numbers_when_piped(cli, spark, tmp_path):
-    import json
 
     from cdcnorm.lake import read_quarantine
 
     lake = tmp_path / "a-lake-folder-whose-path-is-long-enough-to-be-cut-at-eighty-columns" / "lake"
     res = cli("normalize", str(SAMPLES / "datastream" / "broken"), "--lake", str(lake), "--stream", LONG_STREAM)
     assert res.exit_code == 0, res.output
-    [report] = [json.loads(p.read_text()) for p in (lake / "runs").glob("*.json")]
+    [report] = run_reports(lake)
     out = res.stdout
     assert "…" not in out
-    assert LONG_STREAM in out and f"{lake}/runs/{report['run_id']}.json" in out
+    assert LONG_STREAM in out and f"run {report['run_id']} in {lake}/runs" in out
     assert f"run {report['run_id']} · {report['vendor']}" in out
     for name, value in [("read", report["records_read"]), *report["outcomes"].items(),
                         *report["quarantine_by_reason"].items()]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
@@ -126,17 +127,37 @@ def test_lake_is_idempotent_and_appends(spark, inputs, tmp_path, lake_path):
     assert json.loads((tmp_path / "lake" / "_cdcnorm.json").read_text())["canonical_version"] == "1"
 
 
-def test_crashed_run_leaves_lake_readable(spark, inputs, lake_path):
+def test_crashed_run_leaves_lake_readable(spark, inputs, lake_path, monkeypatch):
     cdcnorm.normalize(inputs, LinesAdapter(), spark=spark, lake=lake_path)
-    lake = Lake(spark, lake_path)
-    # Simulate a crash after moving data into place but before the commit marker was written.
-    spark.createDataFrame([(1,)], "x int").write.parquet(lake_path + "/changes/vendor=datastream/run_id=crashed")
-    spark.createDataFrame([(1,)], "x int").write.parquet(lake_path + "/_staging/crashed/decoded")
+    # A writer that died after writing data files but before committing: its files are orphans no reader sees.
+    spark.createDataFrame([(1,)], "x int").write.parquet(lake_path + "/changes/run=crashed/vendor=datastream")
     assert cdcnorm.read_changes(spark, lake_path).count() == 3
+
+    # A writer that died between two commits (quarantine committed, changes and report not): the next
+    # writer completes it from its intent file, and nothing is committed twice.
+    import cdcnorm.lake_commit as lc
+
+    class Died(BaseException):
+        pass
+
+    def die_at(point):
+        if point == "committed:quarantine":
+            raise Died(point)
+
+    more = _write(Path(lake_path + "-in") / "c.jsonl", ['{"op":"i","id":9,"v":1,"seq":20}'])
+    monkeypatch.setattr(lc, "crash_point", die_at)
+    with pytest.raises(Died):
+        cdcnorm.normalize(more, LinesAdapter(), spark=spark, lake=lake_path)
+    monkeypatch.undo()
+    lake = Lake(spark, lake_path)
+    assert lake.fs.list_dir(lake_path + "/_commits") and len(lake.committed_runs()) == 1
+    assert cdcnorm.read_changes(spark, lake_path).count() == 3  # the cut: the half-committed run is not visible
     res = cdcnorm.normalize(inputs, LinesAdapter(), spark=spark, lake=lake_path)
-    assert res.report["reconciled"]
-    assert not lake.fs.exists(lake_path + "/changes/vendor=datastream/run_id=crashed")
-    assert not lake.fs.exists(lake_path + "/_staging/crashed")
+    assert res.report["reconciled"] and res.report["rows_written"] == 0
+    assert not [n for n in lake.fs.list_dir(lake_path + "/_commits") if n.endswith(".json")]
+    assert len(lake.committed_runs()) == 3
+    assert cdcnorm.read_changes(spark, lake_path).count() == 4
+    assert cdcnorm.read_changes(spark, lake_path).select("event_id").distinct().count() == 4
 
 
 def test_messages_dataframe_and_column_map(spark):

@@ -2,7 +2,7 @@
 
 Delta has no multi-table transaction, so a run commits its tables one after the other, in a fixed order
 (schemas, quarantine, quarantine_resolved, changes, runs), each commit carrying the app transaction
-`cdcnorm.run.<run_id>` (version 1). Between writing its data files and its first commit, a run records its
+`cdcnorm-run-<run_id>` (version 1). Between writing its data files and its first commit, a run records its
 intent (`LAKE/_commits/<run_id>.json`: the add actions per table and the report); any later writer (or the same
 command re-run) completes a pending intent: a table whose log already holds the run's app transaction is
 skipped, the others are committed. So a crash at any point loses nothing and repeats nothing, and readers take
@@ -10,7 +10,7 @@ the versions recorded in the run report as their cut.
 
 Dedup per lake: a batch is checked against the changes already in the lake in the partitions it touches
 (vendor, source day) within the dedup window, never against the whole lake. Concurrent writers do not lock:
-every changes commit also carries `cdcnorm.changes` (the next version), so of two writers committing at the
+every changes commit also carries `cdcnorm-changes` (the next serial number), so of two writers committing at the
 same time one gets a conflict; it re-checks its rows against the files the other added (only those), drops
 what the other already delivered, and commits again.
 """
@@ -23,7 +23,7 @@ import secrets
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
@@ -35,18 +35,20 @@ from pyspark.sql import functions as F
 from cdcnorm.delta.files import write_files
 from cdcnorm.delta.read import read_files
 from cdcnorm.delta.table import Conflict, DeltaTableRef, add_action, add_dict
-from cdcnorm.lake import Lake
 from cdcnorm.lake_tables import SOURCE_DAY, source_day
 
+if TYPE_CHECKING:
+    from cdcnorm.lake import Lake
+
 INTENTS = "_commits"
-SERIAL_APP = "cdcnorm.changes"
+SERIAL_APP = "cdcnorm-changes"
 DEFAULT_WINDOW_DAYS = 7
 TABLE_KEY = ("vendor", "stream", "database", "schema", "table")
 STAGED_TABLES = ("schemas", "quarantine", "quarantine_resolved", "changes")
 
 
 def run_app(run_id: str) -> str:
-    return f"cdcnorm.run.{run_id}"
+    return f"cdcnorm-run-{run_id}"
 
 
 def crash_point(name: str) -> None:

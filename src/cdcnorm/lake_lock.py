@@ -1,9 +1,9 @@
-"""The lake's writer lock: one writer at a time (`normalize`, `apply`, `quarantine retry`, cut-over, scenarios).
+"""The lake's writer lock, for the commands that still write outside Delta: `apply` (the Parquet current-state
+tables under `LAKE/current/`) and `quarantine retry` (its read-retry-resolve cycle).
 
-Why: each run deduplicates against the committed lake only and cleans up every uncommitted leftover, so two
-writers at once would both commit the same event ids, or one would delete the other's staged files. Until
-the Delta Lake commit protocol replaces this, a writer holds `LAKE/_lock.json`, created atomically (the
-create fails when the file exists), holding run id, command, host, pid and start time.
+`normalize`, cut-overs and scenarios commit through the Delta commit protocol (cdcnorm.lake_commit) and take
+no lock. A locked command holds `LAKE/_lock.json`, created atomically (the create fails when the file exists),
+holding run id, command, host, pid and start time.
 
 A second writer is refused with one line naming the holder. A lock whose process is gone on this host is
 taken over (and the run report says so, under `lock_taken_over`); a lock held from another host can only be

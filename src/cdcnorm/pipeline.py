@@ -133,7 +133,8 @@ def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Prog
     changes = with_source_day(adapter.post_process(decoded.where(F.col(B.KIND) == KIND_CHANGE)))
     if lake_obj:
         say("checking the lake for duplicates")
-        scope = dedup_scope(lake_obj, changes, window)
+        # the days come from the staged decoded rows (cheap to scan; post-processing never adds a day)
+        scope = dedup_scope(lake_obj, with_source_day(decoded.where(F.col(B.KIND) == KIND_CHANGE)), window)
         marked = mark_duplicates(changes, scope.existing).withColumn("_unchecked", scope.unchecked)
     else:
         scope = None
@@ -173,7 +174,6 @@ def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Prog
         return report
 
     report = stage_and_commit(lake_obj, run_id, scope, frames, make_report)
-    marked.unpersist()
     return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, decoded)
 
 
