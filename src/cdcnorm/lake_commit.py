@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pyarrow as pa
 from deltalake import write_deltalake
+from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, CommitProperties, Transaction
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -35,6 +36,7 @@ from pyspark.sql import functions as F
 from cdcnorm.delta.files import write_files
 from cdcnorm.delta.read import read_files
 from cdcnorm.delta.table import Conflict, DeltaTableRef, add_action, add_dict
+from cdcnorm.errors import LakeError
 from cdcnorm.lake_tables import SOURCE_DAY, source_day
 
 if TYPE_CHECKING:
@@ -192,8 +194,18 @@ def complete_pending(lk: Lake) -> list[str]:
     return done
 
 
+MAX_ATTEMPTS = 100
+"""Commit attempts before giving up: each lost attempt means another writer committed meanwhile."""
+
+
+def _attempts(what: str):
+    """Retry counter for a commit loop; raises a clear error when the lake is too busy to ever win."""
+    yield from range(MAX_ATTEMPTS)
+    raise LakeError(f"could not commit {what} after {MAX_ATTEMPTS} attempts: other writers kept committing first")
+
+
 def _commit_once(table: DeltaTableRef, adds: list[AddAction], app: str) -> int:
-    while True:
+    for _ in _attempts(table.uri):
         handle = table.fresh()
         if not adds or handle.transaction_version(app) is not None:
             return handle.version()
@@ -206,7 +218,7 @@ def _commit_once(table: DeltaTableRef, adds: list[AddAction], app: str) -> int:
 def _commit_changes(lk: Lake, p: Pending) -> int:
     table = lk.table("changes")
     app = run_app(p.run_id)
-    while True:
+    for _ in _attempts(table.uri):
         handle = table.fresh()
         now = handle.version()
         if not p.adds.get("changes") or handle.transaction_version(app) is not None:
@@ -281,7 +293,7 @@ def _count_late_duplicates(report: dict[str, Any], counts: list[dict[str, Any]])
 def _commit_report(lk: Lake, p: Pending, versions: dict[str, int]) -> None:
     table = lk.table("runs")
     app = run_app(p.run_id)
-    while True:
+    for _ in _attempts(table.uri):
         handle = table.fresh()
         if handle.transaction_version(app) is not None:
             return
@@ -299,9 +311,8 @@ def _commit_report(lk: Lake, p: Pending, versions: dict[str, int]) -> None:
             write_deltalake(table.uri, row, mode="append", storage_options=dict(table.storage_options or {}),
                             commit_properties=CommitProperties(app_transactions=[Transaction(app, 1)]))
             return
-        except Exception as exc:  # a concurrent completion of the same run won: re-check its txn
-            if "ommit" not in str(exc) and "onflict" not in str(exc):
-                raise
+        except CommitFailedError:  # a concurrent completion of the same run won: re-check its txn
+            continue
 
 
 def _intent_path(lk: Lake, run_id: str) -> str:
