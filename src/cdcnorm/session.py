@@ -21,13 +21,21 @@ _DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
-    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.pythonUDF.arrow.enabled": "true",
+}
+
+PORTABLE_PARQUET = {
+    # Delta readers other than Spark expect INT64 microsecond timestamps, not Spark's default INT96.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     # Parquet VARIANT shredding widens every decimal of a field to one inferred scale (1.5 is read back as
     # 1.500000): the lake and current-state tables must keep each value's exact scale.
     "spark.sql.variant.writeShredding.enabled": "false",
+    # A VARIANT annotated with Parquet's variant logical type is read as JSON by DuckDB's Delta reader, which
+    # then fails to read the column as the struct of `value` / `metadata` the Delta protocol describes.
+    "spark.sql.parquet.variant.annotateLogicalType.enabled": "false",
 }
+"""How every Parquet file of the lake and the current-state tables is written, on any session."""
 
 
 def jvm_log_path() -> str:
@@ -53,12 +61,10 @@ def jvm_output_to_log() -> Iterator[None]:
 
 
 def keep_exact_variants(spark: SparkSession) -> None:
-    """Turn off Parquet VARIANT shredding on a session (also one the user passed in).
-
-    Spark's shredding widens every decimal of a field to one inferred scale (1.5 is read back as 1.500000);
-    the lake and the current-state tables must keep each value's exact scale.
-    """
-    spark.conf.set("spark.sql.variant.writeShredding.enabled", "false")
+    """Set :data:`PORTABLE_PARQUET` on a session (also one the user passed in): variants keep each value's
+    exact scale and every Delta reader (delta-rs, DuckDB, Spark with the Delta jars) reads the files."""
+    for key, value in PORTABLE_PARQUET.items():
+        spark.conf.set(key, value)
 
 
 def get_spark(master: str | None = None, app_name: str = "cdcnorm", conf: dict[str, str] | None = None,
@@ -80,7 +86,7 @@ def get_spark(master: str | None = None, app_name: str = "cdcnorm", conf: dict[s
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    for key, value in {**_DEFAULTS, **(conf or {})}.items():
+    for key, value in {**_DEFAULTS, **PORTABLE_PARQUET, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("CDCNORM_SPARK_LOG_LEVEL", "ERROR"))
