@@ -37,7 +37,7 @@ from cdcnorm.first_pass import first_pass
 from cdcnorm.fs import FileEntry, list_files, open_input
 from cdcnorm.lake import Lake, new_run_id, open_lake
 from cdcnorm.lake_commit import dedup_scope, mark_duplicates, stage_and_commit, staged_rows, with_source_day
-from cdcnorm.session import get_spark, keep_exact_variants
+from cdcnorm.session import get_spark, use_portable_parquet
 from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
 
 Progress = Callable[[str], None]
@@ -78,7 +78,7 @@ def normalize(
     quarantined the same record again.
     """
     spark = spark or get_spark()
-    keep_exact_variants(spark)
+    use_portable_parquet(spark)
     started = dt.datetime.now(dt.UTC)
     run_id = new_run_id()
     lake_obj = open_lake(spark, lake) if lake else None

@@ -60,7 +60,7 @@ def jvm_output_to_log() -> Iterator[None]:
             os.close(saved)
 
 
-def keep_exact_variants(spark: SparkSession) -> None:
+def use_portable_parquet(spark: SparkSession) -> None:
     """Set :data:`PORTABLE_PARQUET` on a session (also one the user passed in): variants keep each value's
     exact scale and every Delta reader (delta-rs, DuckDB, Spark with the Delta jars) reads the files."""
     for key, value in PORTABLE_PARQUET.items():

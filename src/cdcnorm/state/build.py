@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdcnorm.errors import UsageError
 from cdcnorm.lake import Lake
-from cdcnorm.session import keep_exact_variants
+from cdcnorm.session import use_portable_parquet
 from cdcnorm.state.index import build_summary, write_index
 from cdcnorm.state.merge import live_state
 from cdcnorm.state.paths import TableId
@@ -45,7 +45,7 @@ def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write
     With `write`, each table is written (overwrite) under `LAKE/current/` and the returned DataFrames read
     the written files; without it, the state is computed once, persisted, and the DataFrames are views of it.
     """
-    keep_exact_variants(spark)
+    use_portable_parquet(spark)
     lk = Lake(spark, lake)
     with lk.writer("apply") if write else nullcontext():  # one writer per lake (cdcnorm.lake_lock)
         return _apply(spark, lk, lake, tables, write)
