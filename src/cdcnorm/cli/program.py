@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from cdcnorm.cli import apply, compare, cutover, normalize, quarantine, simulate
+from cdcnorm.cli import apply, compare, cutover, lake, normalize, quarantine, simulate
 from cdcnorm.cli.guard import EXIT_OK, EXIT_USAGE
 from cdcnorm.cli.output import console
 
@@ -36,6 +36,7 @@ def main_options(
 
 app.command("normalize")(normalize.normalize)
 app.add_typer(quarantine.app, name="quarantine")
+app.add_typer(lake.app, name="lake")
 app.command("apply")(apply.apply_cmd)
 app.command("compare")(compare.compare)
 app.command("cutover")(cutover.cutover)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
@@ -26,7 +26,7 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 
 def write_files(df: DataFrame, table: DeltaTableRef, prefix: str, stats_columns: Sequence[str] = (),
-                sort_by: Sequence[str] = ()) -> list[AddAction]:
+                sort_by: Sequence[str] = (), max_records_per_file: int | None = None) -> list[AddAction]:
     """Write `df` (the table's columns) under `<table>/<prefix>/` and return one add action per written file."""
     names = [f.name for f in table.schema.fields]
     out = df.select(*[F.col(f"`{n}`") for n in names])
@@ -34,6 +34,8 @@ def write_files(df: DataFrame, table: DeltaTableRef, prefix: str, stats_columns:
         out = out.sortWithinPartitions(*[F.col(f"`{c}`") for c in (*table.partition_by, *sort_by)])
     target = f"{table.uri}/{prefix}"
     writer = out.write.mode("error")
+    if max_records_per_file:
+        writer = writer.option("maxRecordsPerFile", int(max_records_per_file))
     if table.partition_by:
         writer = writer.partitionBy(*table.partition_by)
     writer.parquet(target)
@@ -42,10 +44,30 @@ def write_files(df: DataFrame, table: DeltaTableRef, prefix: str, stats_columns:
 
 def written_adds(spark, table: DeltaTableRef, prefix: str, stats_columns: Sequence[str] = ()) -> list[AddAction]:
     """Add actions (with statistics) for the Parquet files Spark wrote under `<table>/<prefix>/`."""
-    data_schema = StructType([f for f in table.schema.fields if f.name not in table.partition_by])
-    types = {f.name: f.dataType.typeName() for f in data_schema.fields}
+    frame = spark.read.schema(_data_schema(table)).parquet(f"{table.uri}/{prefix}")
+    return _stat_adds(frame, table, stats_columns, lambda uri: _relative(uri, prefix))
+
+
+def file_adds(spark, table: DeltaTableRef, rel_paths: Sequence[str], stats_columns: Sequence[str] = ()) -> list[AddAction]:
+    """Add actions (with statistics) for existing data files of the table, named relative to its folder (e.g. a
+    format-1 lake's files, registered where they are). A file without rows gets no action: the aggregation has
+    no row for it (the caller decides what to do with it)."""
+    if not rel_paths:
+        return []
+    frame = spark.read.schema(_data_schema(table)).parquet(*[f"{table.uri}/{p}" for p in rel_paths])
+    return _stat_adds(frame, table, stats_columns, _suffix_matcher(rel_paths))
+
+
+def _data_schema(table: DeltaTableRef) -> StructType:
+    return StructType([f for f in table.schema.fields if f.name not in table.partition_by])
+
+
+def _stat_adds(frame: DataFrame, table: DeltaTableRef, stats_columns: Sequence[str],
+               relative: Callable[[str], str]) -> list[AddAction]:
+    """One add action per file of `frame`, from one aggregation grouped by file (only one row per file reaches
+    the driver)."""
+    types = {f.name: f.dataType.typeName() for f in frame.schema.fields}
     cols = [c for c in stats_columns if c in types]
-    frame = spark.read.schema(data_schema).parquet(f"{table.uri}/{prefix}")
     aggs = [F.count(F.lit(1)).alias("_n")]
     for i, c in enumerate(cols):
         col = F.col(f"`{c}`")
@@ -54,8 +76,8 @@ def written_adds(spark, table: DeltaTableRef, prefix: str, stats_columns: Sequen
     meta = frame.groupBy(F.col("_metadata.file_path").alias("_path"), F.col("_metadata.file_size").alias("_size"),
                          F.col("_metadata.file_modification_time").alias("_mtime")).agg(*aggs)
     adds = []
-    for r in sorted(meta.collect(), key=lambda r: r["_path"]):  # one row per written file: metadata only
-        rel = _relative(r["_path"], prefix)
+    for r in sorted(meta.collect(), key=lambda r: r["_path"]):  # one row per file: metadata only
+        rel = relative(r["_path"])
         stats: dict[str, Any] = {"numRecords": int(r["_n"]), "minValues": {}, "maxValues": {}, "nullCount": {}}
         for i, c in enumerate(cols):
             stats["nullCount"][c] = int(r[f"_nulls{i}"] or 0)
@@ -78,6 +100,21 @@ def partition_values(rel_path: str, partition_by: Sequence[str]) -> dict[str, st
             k, v = seg.split("=", 1)
             found[k] = None if v == NULL_PARTITION else unquote(v)
     return {k: found.get(k) for k in partition_by}
+
+
+def _suffix_matcher(rel_paths: Sequence[str]) -> Callable[[str], str]:
+    """Map a file URI Spark reports back to the relative path it was read as (the longest matching suffix)."""
+    known = set(rel_paths)
+
+    def relative(uri: str) -> str:
+        segs = unquote(uri).split("/")
+        for k in range(len(segs) - 1, 0, -1):
+            cand = "/".join(segs[-k:])
+            if cand in known:
+                return cand
+        raise ValueError(f"read file {uri} is none of the files asked for")
+
+    return relative
 
 
 def _relative(uri: str, prefix: str) -> str:

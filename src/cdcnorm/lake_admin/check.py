@@ -1,0 +1,184 @@
+"""`cdcnorm lake check`: a full audit of a lake, explicit because it may scan every table.
+
+What it looks for, and why each can happen:
+- duplicate event ids in `changes` at the cut: a redelivery older than the dedup window is written again
+  (counted as `dedup_unchecked` by its run); shows how many and a few examples.
+- unreferenced Parquet files under a table folder: a crashed run's `run=R/` folder (a problem), or files a
+  committed run or a compaction left behind (garbage that `cdcnorm lake maintain` vacuums; not a problem).
+- pending intents in `_commits/`: runs stopped between their first and last commit; readers do not see them
+  until the next writer (or `cdcnorm lake maintain`) completes them.
+- reconciliation: every report's `records_read` equals the sum of its outcomes; rows of a run cannot be
+  attributed in `changes` any more, so the totals are checked: the sum of `rows_written` equals the rows of
+  `changes` at the cut, the sum of `quarantine_new` the rows of `quarantine`.
+Nothing is changed; only counts, file metadata and a few example ids reach the driver.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+import orjson
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from cdcnorm.delta.read import read_table
+from cdcnorm.lake import Lake
+from cdcnorm.lake_admin.listing import run_of, walk
+from cdcnorm.lake_commit import INTENTS
+
+COMPACT_PREFIX = "compact="
+
+
+@dataclass
+class Finding:
+    """One audit: its name, whether it found a problem, a one-line summary and detail rows."""
+
+    name: str
+    problem: bool
+    summary: str
+    details: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class CheckResult:
+    lake: str
+    findings: list[Finding]
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.problem for f in self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lake": self.lake, "ok": self.ok,
+                "checks": {f.name: {"problem": f.problem, "summary": f.summary, "details": f.details}
+                           for f in self.findings}}
+
+
+def check(spark: SparkSession, path: str, examples: int = 5) -> CheckResult:
+    """Audit the lake at `path` (read-only)."""
+    lk = Lake(spark, path)
+    committed = set(lk.committed_runs())
+    pending = pending_runs(lk)
+    return CheckResult(lk.path, [
+        duplicates(lk, examples),
+        orphans(lk, committed, {p["run_id"] for p in pending}),
+        Finding("pending", bool(pending), f"{len(pending)} run(s) with a pending intent in {INTENTS}/"
+                if pending else "no pending run", pending),
+        reconciliation(lk),
+    ])
+
+
+def duplicates(lk: Lake, examples: int) -> Finding:
+    dup = (lk.changes().groupBy("event_id")
+           .agg(F.count(F.lit(1)).alias("rows"), F.first("vendor").alias("vendor"), F.first("stream").alias("stream"),
+                F.first("table").alias("table"))
+           .where(F.col("rows") > 1)).persist()
+    try:
+        total = dup.agg(F.count(F.lit(1)).alias("ids"), F.sum(F.col("rows") - 1).alias("extra")).first()
+        ids, extra = int(total["ids"]), int(total["extra"] or 0)
+        shown = [r.asDict() for r in dup.orderBy(F.desc("rows"), "event_id").limit(examples).collect()] if ids else []
+    finally:
+        dup.unpersist()
+    if not ids:
+        return Finding("duplicates", False, "no event id occurs twice in changes")
+    return Finding("duplicates", True, f"{ids} event id(s) occur more than once ({extra} extra row(s)); "
+                   "likely redeliveries older than the dedup window", shown)
+
+
+def orphans(lk: Lake, committed: set[str], pending: set[str]) -> Finding:
+    """Parquet files under each table folder that the table's log does not reference (latest version)."""
+    groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for name, ref in lk.tables.items():
+        if not ref.exists():
+            continue
+        live = {f["path"] for f in ref.live()}
+        live |= {unquote(p) for p in live}
+        for f in walk(lk.spark, ref.uri):
+            if f.rel in live:
+                continue
+            run = run_of(f.rel)
+            if f.rel.startswith(COMPACT_PREFIX) or run in committed:
+                kind = "garbage"
+            elif run in pending:
+                kind = "pending"
+            else:
+                kind = "uncommitted"
+            folder = "/".join(f.segments[:-1]) or "."
+            groups[(name, folder, kind)].append(f.size)
+    details = [{"table": t, "folder": folder, "kind": kind, "files": len(sizes), "bytes": sum(sizes)}
+               for (t, folder, kind), sizes in sorted(groups.items())]
+    n = sum(d["files"] for d in details)
+    size = sum(d["bytes"] for d in details)
+    bad = [d for d in details if d["kind"] == "uncommitted"]
+    if not details:
+        return Finding("orphans", False, "every data file is referenced by its table's log")
+    summary = (f"{n} unreferenced file(s), {size} bytes; "
+               + (f"{sum(d['files'] for d in bad)} of runs that never committed (crashed, or still writing)"
+                  if bad else "all left by committed runs or compactions (`lake maintain` vacuums them)"))
+    return Finding("orphans", bool(bad), summary, details)
+
+
+def pending_runs(lk: Lake) -> list[dict[str, Any]]:
+    """Intents left in `_commits/`: the run, its age and which tables already hold its commit."""
+    from cdcnorm.lake_commit import run_app
+
+    out = []
+    now_ms = time.time() * 1000
+    for f in walk(lk.spark, lk._p(INTENTS), parquet_only=False):
+        if not f.rel.endswith(".json") or "/" in f.rel:
+            continue
+        run_id = f.rel[:-5]
+        done = [name for name, ref in lk.tables.items() if ref.exists() and ref.txn_version(run_app(run_id))]
+        out.append({"run_id": run_id, "age_hours": round((now_ms - f.mtime_ms) / 3_600_000, 2),
+                    "committed_tables": done})
+    return out
+
+
+def table_rows(lk: Lake, name: str, version: int) -> int:
+    """Rows of a table at a version, from the log's statistics (a Spark count only when a file has none)."""
+    if version < 0:
+        return 0
+    acts = lk.table(name).add_actions(version)
+    counts = acts.column("num_records").to_pylist() if "num_records" in acts.column_names else [None]
+    if acts.num_rows and all(c is not None for c in counts):
+        return int(sum(counts))
+    if not acts.num_rows:
+        return 0
+    return read_table(lk.spark, lk.table(name), version, columns=[lk.table(name).schema.fields[0].name]).count()
+
+
+def reconciliation(lk: Lake) -> Finding:
+    cut = lk.cut()
+    reports = lk.run_reports()
+    bad = []
+    for r in reports:
+        outcomes = r.get("outcomes")
+        if isinstance(outcomes, dict) and "records_read" in r:
+            total = sum(int(v or 0) for v in outcomes.values())
+            if total != int(r["records_read"]):
+                bad.append({"run_id": r.get("run_id"), "records_read": r["records_read"], "outcomes": total})
+    written = sum(int(r.get("rows_written") or 0) for r in reports)
+    quarantined = sum(int(r.get("quarantine_new") or 0) for r in reports)
+    changes = table_rows(lk, "changes", cut.get("changes", -1))
+    quarantine = table_rows(lk, "quarantine", cut.get("quarantine", -1))
+    totals = {"runs": len(reports), "rows_written": written, "changes_rows": changes,
+              "quarantine_new": quarantined, "quarantine_rows": quarantine}
+    problems = []
+    if bad:
+        problems.append(f"{len(bad)} report(s) whose outcomes do not add up to records_read")
+    if written != changes:
+        problems.append(f"rows_written over all reports is {written}, changes holds {changes} row(s)")
+    if quarantined != quarantine:
+        problems.append(f"quarantine_new over all reports is {quarantined}, quarantine holds {quarantine} row(s)")
+    if problems:
+        return Finding("reconciliation", True, "; ".join(problems), [{"totals": totals}, *bad])
+    return Finding("reconciliation", False, f"{len(reports)} report(s) reconcile; {written} row(s) written == "
+                   f"{changes} in changes, {quarantined} quarantined == {quarantine} in quarantine", [{"totals": totals}])
+
+
+def to_json(result: CheckResult) -> str:
+    return orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
