@@ -45,7 +45,28 @@ def write_files(df: DataFrame, table: DeltaTableRef, prefix: str, stats_columns:
 def written_adds(spark, table: DeltaTableRef, prefix: str, stats_columns: Sequence[str] = ()) -> list[AddAction]:
     """Add actions (with statistics) for the Parquet files Spark wrote under `<table>/<prefix>/`."""
     frame = spark.read.schema(_data_schema(table)).parquet(f"{table.uri}/{prefix}")
-    return _stat_adds(frame, table, stats_columns, lambda uri: _relative(uri, prefix))
+    adds = _stat_adds(frame, table, stats_columns, lambda uri: _relative(uri, prefix))
+    _drop_empty_files(spark, f"{table.uri}/{prefix}", {a.path.split("/")[-1] for a in adds})
+    return adds
+
+
+def _drop_empty_files(spark, folder: str, kept: set[str]) -> None:
+    """Delete the data files of this write that hold no row (Spark writes one when the result is empty): no add
+    action describes them, so they would only be orphans. Only this write's own folder is listed."""
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(folder)
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(path):
+        return
+    files = fs.listFiles(path, True)
+    empty = []
+    while files.hasNext():
+        st = files.next()
+        name = st.getPath().getName()
+        if name.endswith(".parquet") and name not in kept:
+            empty.append(st.getPath())
+    for p in empty:
+        fs.delete(p, False)
 
 
 def file_adds(spark, table: DeltaTableRef, rel_paths: Sequence[str], stats_columns: Sequence[str] = ()) -> list[AddAction]:

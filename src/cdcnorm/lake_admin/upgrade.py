@@ -5,7 +5,7 @@ Format 1 kept each committed run's Parquet files in `changes/vendor=V/run_id=R/`
 The upgrade registers every committed run's files, where they are, as add actions of the Delta table of the
 same folder (statistics from one Spark aggregation per table), writes one `runs` row per old report, and
 switches `_cdcnorm.json` to format 2 last. Each run is registered with the app transaction
-`cdcnorm.upgrade.<run_id>`, so re-running after a crash at any point finishes the job and registers nothing
+`cdcnorm-upgrade-<run_id>`, so re-running after a crash at any point finishes the job and registers nothing
 twice. Until the marker says 2, cdcnorm refuses the lake, so no reader sees half an upgrade.
 
 What the old files hold and how it reads back:
@@ -45,7 +45,7 @@ DATA_TABLES = ("schemas", "quarantine", "quarantine_resolved", "changes")
 
 
 def upgrade_app(run_id: str) -> str:
-    return f"cdcnorm.upgrade.{run_id}"
+    return f"cdcnorm-upgrade-{run_id}"
 
 
 @dataclass
