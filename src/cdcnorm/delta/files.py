@@ -29,7 +29,9 @@ def write_files(df: DataFrame, table: DeltaTableRef, prefix: str, stats_columns:
                 sort_by: Sequence[str] = (), max_records_per_file: int | None = None) -> list[AddAction]:
     """Write `df` (the table's columns) under `<table>/<prefix>/` and return one add action per written file."""
     names = [f.name for f in table.schema.fields]
-    out = df.select(*[F.col(f"`{n}`") for n in names])
+    # Rebalance: adaptive execution merges small partitions and splits large ones towards its advisory size, so
+    # a small run writes one file per partition value instead of one per task, and a large one sizeable files.
+    out = df.select(*[F.col(f"`{n}`") for n in names]).hint("rebalance", *table.partition_by)
     if sort_by:
         out = out.sortWithinPartitions(*[F.col(f"`{c}`") for c in (*table.partition_by, *sort_by)])
     target = f"{table.uri}/{prefix}"
@@ -46,11 +48,11 @@ def written_adds(spark, table: DeltaTableRef, prefix: str, stats_columns: Sequen
     """Add actions (with statistics) for the Parquet files Spark wrote under `<table>/<prefix>/`."""
     frame = spark.read.schema(_data_schema(table)).parquet(f"{table.uri}/{prefix}")
     adds = _stat_adds(frame, table, stats_columns, lambda uri: _relative(uri, prefix))
-    _drop_empty_files(spark, f"{table.uri}/{prefix}", {a.path.split("/")[-1] for a in adds})
+    _drop_empty_files(spark, prefix, f"{table.uri}/{prefix}", {a.path for a in adds})
     return adds
 
 
-def _drop_empty_files(spark, folder: str, kept: set[str]) -> None:
+def _drop_empty_files(spark, prefix: str, folder: str, kept: set[str]) -> None:
     """Delete the data files of this write that hold no row (Spark writes one when the result is empty): no add
     action describes them, so they would only be orphans. Only this write's own folder is listed."""
     jvm = spark.sparkContext._jvm
@@ -63,7 +65,7 @@ def _drop_empty_files(spark, folder: str, kept: set[str]) -> None:
     while files.hasNext():
         st = files.next()
         name = st.getPath().getName()
-        if name.endswith(".parquet") and name not in kept:
+        if name.endswith(".parquet") and _relative(st.getPath().toString(), prefix) not in kept:
             empty.append(st.getPath())
     for p in empty:
         fs.delete(p, False)
