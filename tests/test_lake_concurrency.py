@@ -2,9 +2,10 @@
 commit, no event id lands twice, the union of the inputs is all there, and the run that lost the race counts
 the rows the other delivered first as `duplicates_concurrent`.
 
-A barrier at the `intent` crash point holds each writer after its dedup read and staged files until the other
-one is there too, so their commit phases really overlap (without it, one tiny run may finish before the other
-starts committing and the race is not exercised).
+A barrier holds each writer until the other one is there too, so their commit phases really overlap (without
+it, one tiny run may finish before the other starts committing and the race is not exercised): in threads,
+inside the changes commit (both commit from the same version: the conflict path); in processes, at the
+`intent` crash point (after both dedup reads: the loser re-checks whichever way the commits interleave).
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from pyspark.sql import functions as F
 
 from cdcnorm.canonical.emit import KIND_CHANGE
 from cdcnorm.canonical.emit import Bookkeeping as B
+from cdcnorm.delta.table import Conflict, DeltaTableRef
 from cdcnorm.lake import Lake
 from cdcnorm.pipeline import normalize
 from lake_checks import (
     VENDOR,
     check_lake,
     check_truth,
-    crash_points,
     run_normalize,
     same_rows,
     simulate_history,
@@ -84,7 +85,9 @@ def check_race(spark, lake: str, reports: list[dict], union, overlap: int) -> No
     assert sum(r["rows_written"] for r in reports) == figures["rows"] == union.count()
 
 
-def test_two_writers_in_threads_commit_overlapping_files_once(spark, tmp_path):
+def test_two_writers_in_threads_commit_overlapping_files_once(spark, tmp_path, monkeypatch):
+    """Both writers commit their changes from the same table version (a barrier inside the commit): exactly
+    one gets the conflict on `cdcnorm.changes`, re-checks against the winner's files and commits again."""
     history = simulate_history(tmp_path)
     lake = str(tmp_path / "lake")
     inputs = groups(history)
@@ -92,28 +95,39 @@ def test_two_writers_in_threads_commit_overlapping_files_once(spark, tmp_path):
     assert overlap > 0
 
     barrier = threading.Barrier(2, timeout=600)
-    outcome: dict[int, object] = {}
+    conflicts: list[str] = []
+    commit = DeltaTableRef.commit
 
-    def at_point(name: str) -> None:
-        if name == "intent":
-            barrier.wait()
+    def commit_together(self, *args, **kwargs):
+        me = threading.current_thread().name
+        if self.uri.endswith("/changes") and me not in conflicts:
+            barrier.wait()  # both hold a handle of the same version and decided to commit: go at once
+        try:
+            return commit(self, *args, **kwargs)
+        except Conflict:
+            conflicts.append(me)
+            raise
+
+    monkeypatch.setattr(DeltaTableRef, "commit", commit_together)
+    outcome: dict[str, object] = {}
 
     def writer(i: int) -> None:
         try:
-            outcome[i] = normalize(inputs[i], VENDOR, spark=spark, lake=lake).report
+            outcome[f"w{i}"] = normalize(inputs[i], VENDOR, spark=spark, lake=lake).report
         except BaseException as exc:  # noqa: BLE001 (reported by the test)
-            outcome[i] = exc
+            outcome[f"w{i}"] = exc
             barrier.abort()
 
-    with crash_points(at_point):
-        threads = [threading.Thread(target=writer, args=(i,)) for i in (0, 1)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    threads = [threading.Thread(target=writer, args=(i,), name=f"w{i}") for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     failed = {i: o for i, o in outcome.items() if isinstance(o, BaseException)}
     assert not failed, failed
-    check_race(spark, lake, [outcome[0], outcome[1]], union, overlap)
+    assert len(conflicts) == 1, conflicts
+    assert outcome[conflicts[0]].get("duplicates_concurrent") == overlap  # the loser re-checked
+    check_race(spark, lake, [outcome["w0"], outcome["w1"]], union, overlap)
 
 
 @pytest.mark.slow
