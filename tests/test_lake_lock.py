@@ -1,4 +1,5 @@
-"""One writer per lake: the writer lock refuses a second writer, takes over a dead one's lock, and guards cleanup."""
+"""The writer lock where it still applies (`apply`, `quarantine retry`): it refuses a second writer, takes over a
+dead one's lock. normalize no longer takes it (its commits are safe concurrently: tests/test_lake_concurrency.py)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
-from cdcnorm.errors import LakeError
 from cdcnorm.fs import HadoopFS
 from cdcnorm.lake_lock import LOCK, LakeBusy, holds_lock, taken_over, writer_lock
-from conftest import ROOT, SAMPLES
+from conftest import SAMPLES
 
 
 def _dead_pid() -> int:
@@ -25,7 +24,7 @@ def _dead_pid() -> int:
 
 def _write_lock(lake, **fields) -> None:
     lake.mkdir(parents=True, exist_ok=True)
-    doc = {"run_id": "R-old", "command": "normalize", "host": socket.gethostname(), "pid": os.getpid(),
+    doc = {"run_id": "R-old", "command": "apply", "host": socket.gethostname(), "pid": os.getpid(),
            "started_at": "2026-01-01T00:00:00+00:00", "token": "t0", **fields}
     (lake / LOCK).write_text(json.dumps(doc))
 
@@ -36,8 +35,8 @@ def test_lock_refuses_a_live_holder_takes_over_a_dead_one_and_releases(spark, tm
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         _write_lock(lake, pid=sleeper.pid)
-        with pytest.raises(LakeBusy, match=r"being written by another writer: run R-old \(normalize\) on host .*"
-                                           rf"pid {sleeper.pid}.*--break-lock"), writer_lock(fs, str(lake), "test"):
+        with pytest.raises(LakeBusy, match=r"being written by another writer: run R-old \(apply\) on host .*"
+                                           rf"pid {sleeper.pid}.*delete .*{LOCK}"), writer_lock(fs, str(lake), "test"):
             pass
     finally:
         sleeper.kill()
@@ -57,55 +56,34 @@ def test_lock_refuses_a_live_holder_takes_over_a_dead_one_and_releases(spark, tm
     assert not [p for p in lake.iterdir() if p.name.startswith(LOCK)]  # no stale copy left aside
 
 
-def test_other_hosts_lock_needs_break_lock_and_cleanup_needs_the_lock(spark, tmp_path):
+def test_apply_and_quarantine_retry_are_refused_while_another_host_holds_the_lock(spark, tmp_path):
+    import cdcnorm
     from cdcnorm.lake import Lake
+    from cdcnorm.retry import retry_quarantine
 
     lake = tmp_path / "lake"
+    Lake(spark, str(lake), create=True)
     _write_lock(lake, host="some-other-host", pid=1)
+    for write in (lambda: cdcnorm.apply(spark, str(lake)), lambda: retry_quarantine(spark, str(lake))):
+        with pytest.raises(LakeBusy, match="host some-other-host"):
+            write()
+    assert json.loads((lake / LOCK).read_text())["host"] == "some-other-host"  # left alone
+    assert not (lake / "current").exists()
     fs = HadoopFS(spark, str(lake))
-    with pytest.raises(LakeBusy, match="host some-other-host"), writer_lock(fs, str(lake), "test"):
-        pass
     with writer_lock(fs, str(lake), "test", break_lock=True):
         assert taken_over(str(lake))["reason"] == "--break-lock"
-    lk = Lake(spark, str(lake), create=True)
-    with pytest.raises(LakeError, match="writer lock"):
-        lk.cleanup_uncommitted()
-
-
-def _normalize_cli(lake: str, *extra: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.Popen([sys.executable, "-m", "cdcnorm.cli", "normalize", str(SAMPLES / "datastream"),
-                             "--vendor", "datastream", "--lake", lake, "--master", "local[1]", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    assert not (lake / LOCK).exists()
 
 
 @pytest.mark.slow
-def test_two_concurrent_normalize_runs_one_commits_the_other_is_refused(spark, tmp_path):
+def test_normalize_commits_while_another_writer_holds_the_lock(spark, tmp_path):
+    """normalize does not take the writer lock: a lock held by a live process does not stop it."""
     import cdcnorm
+    from cdcnorm.lake import Lake
 
-    lake = str(tmp_path / "lake")
-    first = _normalize_cli(lake)
-    deadline = time.time() + 120
-    while not os.path.exists(os.path.join(lake, LOCK)) and first.poll() is None and time.time() < deadline:
-        time.sleep(0.2)
-    second = _normalize_cli(lake)  # starts while the first holds the lock
-    out1, err1 = first.communicate(timeout=300)
-    out2, err2 = second.communicate(timeout=300)
-    codes = sorted((first.returncode, second.returncode))
-    assert codes == [0, 3], (err1, err2)
-    refused = err2 if second.returncode else err1
-    lines = [line for line in refused.splitlines() if line.strip()]
-    assert len(lines) == 1 and "is being written by another writer" in lines[0], refused
-    changes = cdcnorm.read_changes(spark, lake)
-    assert changes.count() == changes.select("event_id").distinct().count() > 0
-    assert len(list((tmp_path / "lake" / "runs").glob("*.json"))) == 1 and not os.path.exists(os.path.join(lake, LOCK))
-
-    _write_lock(tmp_path / "lake", pid=_dead_pid())  # a crashed writer's lock: taken over, and said so
-    third = _normalize_cli(lake)
-    out3, err3 = third.communicate(timeout=300)
-    assert third.returncode == 0, err3
-    assert "took over the lake's writer lock of run R-old" in err3
-    changes = cdcnorm.read_changes(spark, lake)
-    assert changes.count() == changes.select("event_id").distinct().count()
-    reports = [json.loads(p.read_text()) for p in (tmp_path / "lake" / "runs").glob("*.json")]
-    assert [r["lock_taken_over"]["run_id"] for r in reports if "lock_taken_over" in r] == ["R-old"]
+    lake = tmp_path / "lake"
+    Lake(spark, str(lake), create=True)
+    _write_lock(lake, host="some-other-host", pid=1)
+    report = cdcnorm.normalize(str(SAMPLES / "datastream"), "datastream", spark=spark, lake=str(lake)).report
+    assert report["rows_written"] > 0 and Lake(spark, str(lake)).committed_runs() == [report["run_id"]]
+    assert json.loads((lake / LOCK).read_text())["host"] == "some-other-host"

@@ -83,8 +83,9 @@ class Lake:
             self.fs.mkdirs(self.path)
             for t in self.tables.values():
                 t.ensure()
+            # create-if-absent: two writers creating the lake at once must not both write it (same temp name)
             if not self.fs.exists(marker):
-                self.fs.write_text(marker, orjson.dumps(
+                self.fs.create_exclusive(marker, orjson.dumps(
                     {"lake_format": LAKE_FORMAT, "canonical_version": CANONICAL_VERSION}, option=orjson.OPT_INDENT_2
                 ).decode())
         else:
