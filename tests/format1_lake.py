@@ -32,9 +32,12 @@ def committed_runs(path: str) -> list[str]:
 
 
 @contextmanager
-def timestamps(spark: SparkSession, kind: str):
+def write_timestamps(spark: SparkSession, kind: str | None):
     """Write Parquet timestamps as `kind` (INT96: what Spark does by default, outside cdcnorm's session)."""
     key = "spark.sql.parquet.outputTimestampType"
+    if kind is None:
+        yield
+        return
     before = spark.conf.get(key)
     spark.conf.set(key, kind)
     try:
@@ -43,9 +46,15 @@ def timestamps(spark: SparkSession, kind: str):
         spark.conf.set(key, before)
 
 
-def normalize_run(spark: SparkSession, path: str, source: str, vendor: str) -> dict:
-    """One old-style normalize run: new rows only (left anti join on the whole lake), staged, moved, report."""
+def normalize_run(spark: SparkSession, path: str, source: str, vendor: str, timestamps: str | None = None) -> dict:
+    """One old-style normalize run: new rows only (left anti join on the whole lake), staged, moved, report;
+    `timestamps` sets how its Parquet timestamps are written (normalize itself sets the portable micros)."""
     res = normalize(source, vendor, spark=spark)
+    with write_timestamps(spark, timestamps):
+        return _write_run(spark, path, res)
+
+
+def _write_run(spark: SparkSession, path: str, res) -> dict:
     existing = changes(spark, path).select("event_id")
     kept = res.changes.join(existing, "event_id", "left_anti").select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
     schemas = res.schemas.select(*[c.name for c in SCHEMA_VERSION_COLUMNS])

@@ -176,7 +176,7 @@ def test_readers_agree_after_a_checkpoint_and_a_commit_on_top(spark, duck, lake,
     assert {t: s.checkpoint for t, s in snaps.items()} == checkpoints
     for t in ("changes", "schemas", "quarantine_resolved", "runs"):
         assert snaps[t].version > checkpoints[t], f"{t} got no commit after its checkpoint"
-    assert snaps["changes"].txns[f"cdcnorm.run.{third.run_id}"] == 1
+    assert snaps["changes"].txns[f"cdcnorm-run-{third.run_id}"] == 1
 
     counts = assert_readers_agree(spark, duck, path, tmp_path / "read")
     first = lake["first"]

@@ -52,8 +52,7 @@ def old_lake(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("format1")
     path = str(root / "lake")
     f1.create(path)
-    with f1.timestamps(spark, "INT96"):
-        first = f1.normalize_run(spark, path, str(SAMPLES / "datastream" / "broken"), "datastream")
+    first = f1.normalize_run(spark, path, str(SAMPLES / "datastream" / "broken"), "datastream", timestamps="INT96")
     qids = f1.quarantine_ids(spark, path)
     f1.resolve_run(spark, path, qids[:1])
     crashed = os.path.join(path, "changes", "vendor=datastream", "run_id=CRASHED")

@@ -71,7 +71,7 @@ def test_apply_and_quarantine_retry_are_refused_while_another_host_holds_the_loc
     assert not (lake / "current").exists()
     fs = HadoopFS(spark, str(lake))
     with writer_lock(fs, str(lake), "test", break_lock=True):
-        assert taken_over(str(lake))["reason"] == "--break-lock"
+        assert taken_over(str(lake))["reason"] == "broken on request"
     assert not (lake / LOCK).exists()
 
 

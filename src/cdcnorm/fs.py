@@ -151,8 +151,17 @@ class HadoopFS:
         return sorted(st.getPath().getName() for st in self._fs.listStatus(self._path(p)))
 
     def write_text(self, p: str, text: str) -> None:
-        """Write a small file atomically (temp file, then rename)."""
+        """Write a small file atomically (temp file, then rename). Locally the rename replaces the old file in
+        one step; elsewhere the old file is deleted first, so a reader that finds only `p + ".tmp"` must take it
+        (see cdcnorm.lake_commit.complete_pending)."""
         tmp = p + ".tmp"
+        if self._local:
+            with open(local_path(tmp), "wb") as fh:
+                fh.write(text.encode("utf-8"))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(local_path(tmp), local_path(p))
+            return
         out = self._fs.create(self._path(tmp), True)
         try:
             out.write(bytearray(text.encode("utf-8")))

@@ -109,9 +109,13 @@ class Lake:
         return sorted(rows, key=lambda r: r["run_id"])
 
     def cut(self) -> dict[str, int]:
-        """Table versions that include every committed run and nothing of a run still committing."""
+        """Table versions that include every committed run (see :meth:`read` for runs still committing)."""
+        return self._cut(self._runs())
+
+    @staticmethod
+    def _cut(runs: list[dict[str, Any]]) -> dict[str, int]:
         out: dict[str, int] = {}
-        for r in self._runs():
+        for r in runs:
             for name, v in orjson.loads(r["versions"]).items():
                 out[name] = max(out.get(name, -1), int(v))
         return out
@@ -135,9 +139,17 @@ class Lake:
 
     # -- reading -------------------------------------------------------------------------------------------
     def read(self, name: str, version: int | None = None, latest: bool = False, **kw) -> DataFrame:
-        """A table at the lake's cut (or at `version`, or the latest commit with `latest`)."""
+        """A table at the lake's cut (or at `version`, or the latest commit with `latest`).
+
+        At the cut, files a run wrote (`run=<run_id>/...`) count only once that run's report is committed: with
+        concurrent writers, a later run's report may record a version that includes an earlier run's first
+        commits, and that run is not half visible. Other paths (upgraded lakes, compactions) always count.
+        """
         if version is None and not latest:
-            version = self.cut().get(name, -1)
+            runs = self._runs()
+            version = self._cut(runs).get(name, -1)
+            if name != "runs":
+                kw.setdefault("keep", reported_files({r["run_id"] for r in runs}))
         return read_table(self.spark, self.tables[name], version, **kw)
 
     def changes(self, latest: bool = False) -> DataFrame:
@@ -158,6 +170,15 @@ class Lake:
         order = F.struct(F.col("first_seen").isNull(), F.col("first_seen"))
         first = F.min_by(F.struct(*[F.col(f"`{n}`") for n in names]), order)
         return df.groupBy("version_id").agg(first.alias("s")).select("s.*")
+
+
+def reported_files(committed: set[str]):
+    """A filter of data-file paths: those written by a run (`run=<id>` or a re-check's `run=<id>.<attempt>`)
+    only when that run is committed; every other path."""
+    def keep(rel: str) -> bool:
+        head = rel.split("/", 1)[0]
+        return not head.startswith("run=") or head[4:].split(".", 1)[0] in committed
+    return keep
 
 
 def open_lake(spark: SparkSession, path: str, create: bool = True) -> Lake:

@@ -177,20 +177,27 @@ def complete(lk: Lake, p: Pending) -> dict[str, Any]:
     _commit_report(lk, p, versions)
     crash_point("committed:runs")
     lk.fs.delete(_intent_path(lk, p.run_id))
+    lk.fs.delete(_intent_path(lk, p.run_id) + ".tmp")
     return p.report
 
 
 def complete_pending(lk: Lake) -> list[str]:
     """Complete every run that stopped between its first and last commit; the run ids completed."""
     done = []
-    for name in lk.fs.list_dir(lk._p(INTENTS)):
-        if not name.endswith(".json"):
+    names = lk.fs.list_dir(lk._p(INTENTS))
+    for name in names:
+        # an intent being replaced on a store without atomic rename may exist only as its temp file
+        if not (name.endswith(".json") or (name.endswith(".json.tmp") and name[:-4] not in names)):
             continue
         text = lk.fs.read_text_or_none(lk._p(INTENTS, name))
         if text is None:  # completed by its own writer meanwhile
             continue
-        complete(lk, Pending.from_json(text))
-        done.append(name[:-5])
+        try:
+            pending = Pending.from_json(text)
+        except orjson.JSONDecodeError:  # a temp file cut by a crash: its complete copy is the .json
+            continue
+        complete(lk, pending)
+        done.append(pending.run_id)
     return done
 
 

@@ -7,7 +7,7 @@ holding run id, command, host, pid and start time.
 
 A second writer is refused with one line naming the holder. A lock whose process is gone on this host is
 taken over (and the run report says so, under `lock_taken_over`); a lock held from another host can only be
-broken explicitly (`--break-lock`, or delete `LAKE/_lock.json`) since this host cannot see that process.
+broken explicitly (delete `LAKE/_lock.json`; `writer_lock(..., break_lock=True)` in Python) since this host cannot see that process.
 
 Limits: on local and POSIX shared file systems and on HDFS the create is atomic. On object stores it is as
 atomic as the store's "create if absent": GCS (generation preconditions) and ABFS honour it; S3 through S3A
@@ -89,7 +89,7 @@ def _acquire(fs: HadoopFS, path: str, info: dict[str, Any], break_lock: bool) ->
             continue
         holder = _parse(text)
         if break_lock or _stale(holder):
-            why = "--break-lock" if break_lock else "its process is gone"
+            why = "broken on request" if break_lock else "its process is gone"
             if _remove_if_unchanged(fs, path, text):
                 log.warning("cdcnorm: took over the lock of %s held by %s (%s)", lake, _describe(holder), why)
                 if fs.create_exclusive(path, body):
@@ -97,13 +97,13 @@ def _acquire(fs: HadoopFS, path: str, info: dict[str, Any], break_lock: bool) ->
             continue
         raise LakeBusy(
             f"Lake {lake} is being written by another writer: {_describe(holder)}. Wait for it to finish; if that "
-            f"process is gone, pass --break-lock (normalize) or delete {path}."
+            f"process is gone, delete {path}."
         )
     raise LakeBusy(f"Could not take the writer lock {path}: other writers keep taking it; try again.")
 
 
 def _release(fs: HadoopFS, path: str, info: dict[str, Any]) -> None:
-    """Delete the lock only when it is still ours (it may have been broken with --break-lock)."""
+    """Delete the lock only when it is still ours (it may have been broken on request)."""
     holder = _parse(fs.read_text_or_none(path) or "")
     if holder and holder.get("token") == info["token"]:
         fs.delete(path)

@@ -65,7 +65,7 @@ def _drop_empty_files(spark, prefix: str, folder: str, kept: set[str]) -> None:
     while files.hasNext():
         st = files.next()
         name = st.getPath().getName()
-        if name.endswith(".parquet") and _relative(st.getPath().toString(), prefix) not in kept:
+        if name.endswith(".parquet") and _relative(st.getPath().toUri().toString(), prefix) not in kept:
             empty.append(st.getPath())
     for p in empty:
         fs.delete(p, False)

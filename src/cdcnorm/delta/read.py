@@ -6,7 +6,7 @@ With the Delta jars on the classpath, `spark.read.format("delta").load(path)` re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -18,13 +18,18 @@ from cdcnorm.delta.table import DeltaTableRef
 
 
 def read_table(spark: SparkSession, table: DeltaTableRef, version: int | None = None,
-               where: Sequence[tuple[str, str, Any]] | None = None, columns: Sequence[str] | None = None) -> DataFrame:
-    """The table's rows at `version` (latest by default), pruned to the partitions `where` selects."""
+               where: Sequence[tuple[str, str, Any]] | None = None, columns: Sequence[str] | None = None,
+               keep: Callable[[str], bool] | None = None) -> DataFrame:
+    """The table's rows at `version` (latest by default), pruned to the partitions `where` selects and to the
+    files whose path relative to the table `keep` accepts."""
     names = list(columns) if columns else [f.name for f in table.schema.fields]
     wanted = StructType([table.schema[n] for n in names])
     if version is not None and version < 0:
         return spark.createDataFrame([], wanted)
-    return read_files(spark, table, table.files(version, where), names)
+    files = table.files(version, where)
+    if keep is not None:
+        files = [f for f in files if keep(f[len(table.uri) + 1:] if f.startswith(table.uri + "/") else f)]
+    return read_files(spark, table, files, names)
 
 
 def read_files(spark: SparkSession, table: DeltaTableRef, files: Sequence[str],

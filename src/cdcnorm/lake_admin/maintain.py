@@ -31,7 +31,7 @@ from cdcnorm.delta.files import write_files
 from cdcnorm.delta.read import read_files
 from cdcnorm.delta.table import Conflict
 from cdcnorm.errors import LakeError
-from cdcnorm.lake import Lake, new_run_id
+from cdcnorm.lake import Lake, new_run_id, reported_files
 from cdcnorm.lake_admin.check import COMPACT_PREFIX
 from cdcnorm.lake_admin.listing import STAGING, modified_ms, subfolders, walk
 from cdcnorm.lake_admin.runs_rows import append_runs
@@ -108,8 +108,9 @@ def compact_table(lk: Lake, name: str, work: TableWork, small: int, target: int)
     acts = ref.add_actions(handle=handle)
     counts = acts.column("num_records").to_pylist() if "num_records" in acts.column_names else [None] * acts.num_rows
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    reported = reported_files(set(lk.committed_runs()))  # never fold a run still committing into compacted files
     for f, n in zip(ref.live(handle=handle), counts, strict=True):
-        if f["size"] < small:
+        if f["size"] < small and reported(f["path"]):
             groups[tuple(f["partition"].get(c) for c in ref.partition_by)].append({**f, "rows": n})
     chosen = [f for g in groups.values() if len(g) >= MIN_FILES for f in g]
     if not chosen:
