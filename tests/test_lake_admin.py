@@ -170,7 +170,7 @@ def test_check_is_clean_after_upgrade_and_finds_planted_problems(spark, upgraded
     lk = Lake(spark, path)
     table = lk.table("changes")
     src = some_parquet(os.path.join(path, "changes"))
-    copy = "run=PLANTED/vendor=datastream/source_day=__HIVE_DEFAULT_PARTITION__/part-dup.parquet"
+    copy = "planted/vendor=datastream/source_day=__HIVE_DEFAULT_PARTITION__/part-dup.parquet"  # not a run folder
     os.makedirs(os.path.dirname(os.path.join(path, "changes", copy)))
     shutil.copy(src, os.path.join(path, "changes", copy))
     table.commit(file_adds(spark, table, [copy], lk.specs["changes"].stats))  # the same rows twice, no report

@@ -156,6 +156,7 @@ class HadoopFS:
         (see cdcnorm.lake_commit.complete_pending)."""
         tmp = p + ".tmp"
         if self._local:
+            os.makedirs(os.path.dirname(local_path(tmp)) or ".", exist_ok=True)
             with open(local_path(tmp), "wb") as fh:
                 fh.write(text.encode("utf-8"))
                 fh.flush()
