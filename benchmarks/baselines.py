@@ -68,7 +68,7 @@ def fastavro_alone(files: list[str], cores: int | None = None) -> int:
 
 
 def duckdb_projection(lake: str, out: str, threads: int) -> int:
-    """DuckDB over the lake's Parquet: latest row per (table, key) by `sort_key`, deletes dropped.
+    """DuckDB over the live files of the lake's `changes` Delta table: latest row per (table, key) by `sort_key`, deletes dropped.
 
     The same projection `apply` makes for keyed tables, without its per-column merge, truncates or keyless
     multiset: context for what a single-node columnar engine costs on the same rows. Returns the row count.
