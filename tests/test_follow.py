@@ -23,6 +23,7 @@ from cdcnorm.streaming import follow as follow_mod
 from cdcnorm.streaming.follow import follow, follow_folder, start_follow
 from cdcnorm.streaming.paths_source import PathsStreamReader, paths_stream
 from conftest import ROOT, SAMPLES
+from lake_checks import check_lake, cli_env, crash_points
 
 DATASTREAM = SAMPLES / "datastream"
 FIRST = ["shop_orders/2025/01/21/11/00", "shop_orders/2025/01/21/11/05"]
@@ -201,6 +202,34 @@ def test_batch_with_pending_intent_is_completed_not_rerun(spark, tmp_path, monke
     assert len(Lake(spark, lake).committed_runs()) == 1
 
 
+def test_batch_killed_after_writing_files_reruns_over_its_leftovers(spark, tmp_path):
+    """A batch that wrote data files (and staged rows) but no intent is run again; its leftovers are replaced."""
+    src, lake = tmp_path / "in", str(tmp_path / "lake")
+    drop(FIRST, src)
+    with crash_points(crash_at_error("written")), pytest.raises(Exception, match="crashed at written"):
+        follow([src], "datastream", lake, spark=spark, settle_seconds=0)
+    leftovers = list(Path(lake, "changes").glob("run=*"))
+    assert len(leftovers) == 1 and list(leftovers[0].rglob("*.parquet"))
+    assert Lake(spark, lake).committed_runs() == []
+    resumed = follow([src], "datastream", lake, spark=spark, settle_seconds=0)
+    assert [(b.status, b.run_id) for b in resumed] == [("committed", leftovers[0].name[len("run="):])]
+    figures = check_lake(spark, lake)  # no duplicate event id, reports reconcile, every logged file on disk
+    assert figures["runs"] == 1 and resumed[0].rows_written == figures["rows"]
+    assert not Path(lake, "_staging").exists() or list(Path(lake, "_staging").iterdir()) == []
+
+
+class CrashedHere(Exception):
+    """A crash point reached inside foreachBatch: an ordinary exception fails the query like a crash (a
+    BaseException would kill Py4J's callback thread instead); nothing after the point runs."""
+
+
+def crash_at_error(point: str):
+    def action(name: str) -> None:
+        if name == point:
+            raise CrashedHere(f"crashed at {point}")
+    return action
+
+
 def test_batch_started_after_a_stop_is_left_to_the_next_start(spark, tmp_path):
     src, lake = tmp_path / "in", str(tmp_path / "lake")
     drop(FIRST, src)
@@ -219,6 +248,34 @@ def test_replicate_file_stream_naming_is_refused(spark, tmp_path):
 
     with pytest.raises(UsageError, match="--stream"):
         follow([tmp_path], "replicate", str(tmp_path / "lake"), spark=spark, options={"stream_naming": "file"})
+
+
+KILL_POINTS = ("written", "intent", "committed:changes", "committed:runs")
+FOLLOW_ONCE = ("import sys; from cdcnorm.streaming.follow import follow; from cdcnorm.session import get_spark; "
+               "follow([sys.argv[1]], 'datastream', sys.argv[2], spark=get_spark('local[1]', quiet=True), "
+               "settle_seconds=0)")
+
+
+@pytest.mark.slow
+def test_follow_killed_at_every_commit_point_then_restarted(spark, tmp_path):
+    """kill -9 of the whole process group (JVM included) at each point of a batch's commit sequence, each time
+    with new files waiting; the restart from the same checkpoint leaves the lake of one clean batch run."""
+    src, lake, ref = tmp_path / "in", str(tmp_path / "lake"), str(tmp_path / "ref")
+    groups = [[FIRST[0]], [FIRST[1]], [LATER[0]], [LATER[1]]]
+    statuses = []
+    for point, group in zip(KILL_POINTS, groups, strict=True):
+        drop(group, src)
+        proc = subprocess.run([sys.executable, "-c", FOLLOW_ONCE, str(src), lake], env=cli_env(point),
+                              start_new_session=True, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == -signal.SIGKILL, proc.stdout + proc.stderr
+        resumed = follow([src], "datastream", lake, spark=spark, settle_seconds=0)
+        statuses.append([b.status for b in resumed])
+    # killed before the intent: run again; after it: completed when the lake is opened, then found committed
+    assert statuses == [["committed"], ["already_committed"], ["already_committed"], ["already_committed"]]
+    check_lake(spark, lake)
+    normalize([str(src)], "datastream", spark=spark, lake=ref)
+    assert_same_lake(spark, lake, ref)
+    assert len(Lake(spark, lake).committed_runs()) == len(KILL_POINTS)
 
 
 # -- (d) the command line ---------------------------------------------------------------------------------------

@@ -160,10 +160,12 @@ def run_micro_batch(spark: SparkSession, df: DataFrame, batch_id: int, run_id: s
     """Commit one micro-batch exactly once (skip it, complete it, or run it: see the module doc)."""
     lk = open_lake(spark, lake)
     if lk.table("runs").txn_version(run_app(run_id)) is not None:
+        lk.fs.delete(lk._p(STAGING, run_id))  # a killed run's staged rows, if it died after its commits
         return _from_report(batch_id, run_id, "already_committed", lk.run_report(run_id))
     intent = lk._p(INTENTS, run_id + ".json")
     text = lk.fs.read_text_or_none(intent)
     if text is not None:
+        lk.fs.delete(lk._p(STAGING, run_id))
         return _from_report(batch_id, run_id, "completed_pending", complete(lk, Pending.from_json(text)))
     paths = sorted(r["path"] for r in df.select("path").collect())  # paths only, never file contents
     if state["vendor"] is None and paths:
