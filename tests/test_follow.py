@@ -239,8 +239,9 @@ def test_batch_started_after_a_stop_is_left_to_the_next_start(spark, tmp_path):
     follower.run_until_stopped()  # returns without error
     assert not follower.query.isActive and follower.batches == []
     assert Lake(spark, lake).committed_runs() == []
-    resumed = follow([src], "datastream", lake, spark=spark, settle_seconds=0)
+    resumed = follow([src], None, lake, spark=spark, settle_seconds=0)  # the vendor detected from the batch
     assert [(b.batch_id, b.status, b.files) for b in resumed] == [(0, "committed", 2)]
+    assert Lake(spark, lake).run_report(resumed[0].run_id)["vendor"] == "datastream"
 
 
 def test_replicate_file_stream_naming_is_refused(spark, tmp_path):
