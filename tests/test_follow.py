@@ -230,6 +230,24 @@ def crash_at_error(point: str):
     return action
 
 
+def test_stop_during_a_batch_lets_it_commit_and_starts_no_other(spark, tmp_path, monkeypatch):
+    src, lake = tmp_path / "in", str(tmp_path / "lake")
+    drop(FIRST, src)
+    stop, real = threading.Event(), follow_mod.normalize
+
+    def signalled_meanwhile(*args, **kwargs):
+        stop.set()  # SIGTERM arrives while the batch decodes
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(follow_mod, "normalize", signalled_meanwhile)
+    follower = start_follow([src], "datastream", lake, spark=spark, settle_seconds=0, trigger=0.5,
+                            max_files_per_trigger=1, stop=stop)
+    follower.run_until_stopped()
+    assert not follower.query.isActive
+    assert [(b.batch_id, b.status, b.files) for b in follower.batches] == [(0, "committed", 1)]
+    assert Lake(spark, lake).committed_runs() == [follower.batches[0].run_id]
+
+
 def test_batch_started_after_a_stop_is_left_to_the_next_start(spark, tmp_path):
     src, lake = tmp_path / "in", str(tmp_path / "lake")
     drop(FIRST, src)
