@@ -68,6 +68,7 @@ def normalize(
     progress: Progress | None = None,
     resolves: DataFrame | None = None,
     dedup_window_days: int | None = None,
+    run_id: str | None = None,
 ) -> NormalizeResult:
     """Normalize files (paths) or a raw-message DataFrame into canonical change rows.
 
@@ -75,12 +76,13 @@ def normalize(
     lake within the dedup window (`dedup_window_days`, default 7 days of source time) are counted as
     duplicates, and concurrent runs into the same lake are safe; without it, the result's DataFrames are
     computed in memory. `resolves` (quarantine ids being retried) marks those ids resolved unless this run
-    quarantined the same record again.
+    quarantined the same record again. `run_id` (default: a new unique id) names the run and its Delta
+    transaction: a caller that may repeat a run (a micro-batch replayed after a crash) passes a deterministic one.
     """
     spark = spark or get_spark()
     use_portable_parquet(spark)
     started = dt.datetime.now(dt.UTC)
-    run_id = new_run_id()
+    run_id = run_id or new_run_id()
     lake_obj = open_lake(spark, lake) if lake else None
     return _normalize(source, vendor, spark, options, column_map, progress, resolves, run_id, started, lake_obj,
                       dedup_window_days)

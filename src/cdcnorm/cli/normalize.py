@@ -25,6 +25,16 @@ def normalize(
     dedup_window: Annotated[int | None, typer.Option(
         "--dedup-window", min=0, help="Days of source time a new change is checked for duplicates in the lake "
         "(default 7); older redeliveries are written and counted as dedup_unchecked.")] = None,
+    follow: Annotated[bool, typer.Option("--follow", help="Keep running: normalize new files as they land, one "
+                                         "micro-batch at a time, until SIGTERM / Ctrl-C (docs/follow.md).")] = False,
+    trigger_seconds: Annotated[float, typer.Option("--trigger-seconds", min=0.1,
+                                                   help="--follow: seconds between micro-batches.")] = 10.0,
+    settle_seconds: Annotated[float, typer.Option("--settle-seconds", min=0,
+                                                  help="--follow: a file is read once unchanged this long.")] = 30.0,
+    max_files_per_trigger: Annotated[int | None, typer.Option("--max-files-per-trigger", min=1,
+                                                              help="--follow: files per micro-batch at most.")] = None,
+    progress_json: Annotated[str | None, typer.Option("--progress-json",
+                                                      help="--follow: append one JSON line per micro-batch.")] = None,
 ) -> None:
     """Normalize vendor CDC files into canonical change records in LAKE."""
 
@@ -36,6 +46,9 @@ def normalize(
         if stream:
             options["stream"] = stream
         _check_before_spark(inputs, vendor, options)
+        if follow:
+            return _follow(inputs, vendor, lake, options, master, trigger_seconds, settle_seconds,
+                           max_files_per_trigger, progress_json, dedup_window)
         with console.status("starting Spark") as status:
             spark = get_spark(master, quiet=True)
             result = do_normalize(inputs, vendor, spark=spark, options=options, lake=lake,
@@ -48,6 +61,39 @@ def normalize(
         return EXIT_OK
 
     run_guarded(run)
+
+
+def _follow(inputs: list[str], vendor: str | None, lake: str, options: dict[str, Any], master: str | None,
+            trigger_seconds: float, settle_seconds: float, max_files: int | None, progress_json: str | None,
+            dedup_window: int | None) -> int:
+    """Run the follow query until SIGTERM / SIGINT, which finish the current micro-batch and exit 0."""
+    import signal
+
+    import orjson
+
+    from cdcnorm.session import get_spark
+    from cdcnorm.streaming.follow import BatchProgress, refuse_file_streams, start_follow
+
+    if vendor:
+        refuse_file_streams(vendor, options)  # before a JVM starts
+
+    def report(progress: BatchProgress) -> None:
+        console.print(progress.line(), highlight=False)
+        if progress_json:
+            with open(progress_json, "ab") as fh:
+                fh.write(orjson.dumps(progress.to_dict()) + b"\n")
+
+    spark = get_spark(master, quiet=True)
+    follower = start_follow(inputs, vendor, lake, spark=spark, options=options, trigger=trigger_seconds,
+                            settle_seconds=settle_seconds, max_files_per_trigger=max_files,
+                            dedup_window_days=dedup_window, on_batch=report)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: follower.request_stop())
+    console.print(f"following {', '.join(inputs)} into {lake} (SIGTERM or Ctrl-C stops after the current batch)",
+                  highlight=False)
+    follower.run_until_stopped()
+    console.print(f"stopped after {len(follower.batches)} micro-batch(es)", highlight=False)
+    return EXIT_OK
 
 
 def _check_before_spark(inputs: list[str], vendor: str | None, options: dict[str, Any]) -> None:

@@ -1,0 +1,1 @@
+"""Continuous mode: input files as a stream of paths, each micro-batch committed once through the lake's protocol."""

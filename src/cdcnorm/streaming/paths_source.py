@@ -1,0 +1,205 @@
+"""`cdcnorm_paths`: a streaming source of input file *paths* (path, size, mtime), never of file contents.
+
+Spark asks the source for its latest offset; the source lists the input folders, appends the files it has not
+seen yet (and that have not changed for `settleSeconds`: a file still being written waits) to an append-only
+manifest kept next to the query's checkpoint, and answers with the manifest's length. A micro-batch is a slice
+of the manifest, so an offset is one small number, a file listed again is never emitted twice (the manifest is
+keyed by path), and no file is skipped for its age. The manifest is a folder of segments
+(`<first index>.jsonl`), each written once and atomically (temp file, rename): a crash leaves whole segments.
+The executors later open the files themselves (cdcnorm.fs.open_input).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
+
+from cdcnorm.errors import UsageError
+from cdcnorm.fs import is_local, local_path, skip_reason
+
+NAME = "cdcnorm_paths"
+SCHEMA = "path string, size long, mtime timestamp"
+DEFAULT_SETTLE_SECONDS = 30.0
+SEGMENT_DIGITS = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """One manifest entry: an input file as it was when it was admitted."""
+
+    path: str
+    size: int
+    mtime: float  # seconds since the epoch
+
+    def row(self) -> tuple[str, int, dt.datetime]:
+        return self.path, self.size, dt.datetime.fromtimestamp(self.mtime, dt.UTC)
+
+
+class Manifest:
+    """The append-only list of admitted files, in admission order (a local folder of JSON-lines segments)."""
+
+    def __init__(self, folder: str):
+        if not is_local(folder):
+            raise UsageError(f"The follow manifest must be on a local file system for now (got {folder}).")
+        self.folder = local_path(folder)
+        self._entries: list[Seen] = []
+        self._paths: set[str] = set()
+        self._segments: set[str] = set()
+
+    def entries(self) -> list[Seen]:
+        """All entries, reading only the segments not read yet (segments are never rewritten)."""
+        os.makedirs(self.folder, exist_ok=True)
+        names = sorted(n for n in os.listdir(self.folder) if n.endswith(".jsonl") and n not in self._segments)
+        for name in names:
+            if int(name.split(".")[0]) != len(self._entries):
+                raise UsageError(f"The follow manifest {self.folder} is damaged: segment {name} does not follow "
+                                 f"entry {len(self._entries)}.")
+            with open(os.path.join(self.folder, name), "rb") as fh:
+                for line in fh.read().decode("utf-8").splitlines():
+                    d = json.loads(line)
+                    self._add(Seen(d["path"], int(d["size"]), float(d["mtime"])))
+            self._segments.add(name)
+        return self._entries
+
+    def knows(self, path: str) -> bool:
+        return path in self._paths
+
+    def append(self, new: list[Seen]) -> None:
+        """Append entries as one new segment (written to a temp file, then renamed into place)."""
+        if not new:
+            return
+        start = len(self.entries())
+        name = f"{start:0{SEGMENT_DIGITS}d}.jsonl"
+        tmp = os.path.join(self.folder, f".{name}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write("".join(json.dumps({"path": s.path, "size": s.size, "mtime": s.mtime}) + "\n"
+                             for s in new).encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, os.path.join(self.folder, name))
+        for s in new:
+            self._add(s)
+        self._segments.add(name)
+
+    def _add(self, s: Seen) -> None:
+        self._entries.append(s)
+        self._paths.add(s.path)
+
+
+def list_inputs(inputs: list[str]) -> list[Seen]:
+    """Input files under the given local files or folders (recursively), with the skip rules of
+    cdcnorm.fs.list_files: hidden files and folders, `_`-prefixed names, zero-byte objects."""
+    out: list[Seen] = []
+    for raw in inputs:
+        if not is_local(raw):
+            raise UsageError(f"--follow lists local folders only for now (got {raw}).")
+        p = local_path(raw)
+        if os.path.isfile(p):
+            candidates = [os.path.abspath(p)]
+        else:
+            candidates = []
+            for root, dirs, names in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+                candidates.extend(os.path.abspath(os.path.join(root, n)) for n in sorted(names))
+        for path in candidates:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:  # removed between the listing and the stat
+                continue
+            if skip_reason(path, st.st_size) is None:
+                out.append(Seen(path, st.st_size, st.st_mtime))
+    return out
+
+
+class PathsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets are `{"files": n}`: the first n manifest entries."""
+
+    def __init__(self, options: Mapping[str, str]):
+        self.inputs = json.loads(options["inputs"])
+        self.manifest = Manifest(options["manifest"])
+        self.settle = float(options.get("settleSeconds", DEFAULT_SETTLE_SECONDS))
+        cap = options.get("maxFilesPerTrigger")
+        self.max_files = int(cap) if cap else None
+        self.target: int | None = None  # set by availableNow: never read past what existed when it started
+
+    def initialOffset(self) -> dict:
+        return {"files": 0}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxFiles(self.max_files) if self.max_files else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = self.discover()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        total = self.target if self.target is not None else self.discover()
+        end = total
+        if isinstance(limit, ReadMaxFiles):
+            end = min(total, int(start["files"]) + int(limit.max_files))
+        return {"files": max(end, int(start["files"]))}
+
+    def discover(self) -> int:
+        """Admit the settled files not in the manifest yet; the manifest's length."""
+        self.manifest.entries()
+        now = time.time()
+        new = [s for s in list_inputs(self.inputs)
+               if not self.manifest.knows(s.path) and now - s.mtime >= self.settle]
+        self.manifest.append(new)
+        return len(self.manifest.entries())
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        batch = self.manifest.entries()[int(start["files"]):int(end["files"])]
+        return [InputPartition([(s.path, s.size, s.mtime) for s in batch])] if batch else []
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[str, int, dt.datetime]]:
+        for path, size, mtime in partition.value:
+            yield Seen(path, size, mtime).row()
+
+    def commit(self, end: dict) -> None:
+        """Nothing to release: the manifest is the history the offsets point into."""
+
+
+class PathsSource(DataSource):
+    """Options: `inputs` (JSON list of files or folders), `manifest` (folder), `settleSeconds` (default 30),
+    `maxFilesPerTrigger` (default: no cap)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return PathsStreamReader(self.options)  # case-insensitive keys: keep the mapping
+
+
+def register(spark) -> None:
+    """Make `spark.readStream.format("cdcnorm_paths")` available in this session."""
+    spark.dataSource.register(PathsSource)
+
+
+def paths_stream(spark, inputs: list[str], manifest: str, settle_seconds: float = DEFAULT_SETTLE_SECONDS,
+                 max_files_per_trigger: int | None = None):
+    """A streaming DataFrame of (path, size, mtime) for the files landing under `inputs`."""
+    register(spark)
+    reader = (spark.readStream.format(NAME)
+              .option("inputs", json.dumps([os.fspath(p) for p in inputs]))
+              .option("manifest", manifest)
+              .option("settleSeconds", str(settle_seconds)))
+    if max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", str(int(max_files_per_trigger)))
+    return reader.load()
