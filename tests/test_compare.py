@@ -148,9 +148,16 @@ def _by(findings, kind):
 
 
 # -- the scenarios --------------------------------------------------------------------------------------------
-def test_same_history_through_two_vendors_is_equal(spark, history, base):
+@pytest.fixture(scope="module")
+def same(spark, history, base):
+    """One history through two vendors, fully overlapping (shared by the fast and the slow tests)."""
     lake = str(base / "same")
     migration(spark, history, lake, overlap=(0.0, 1.0))
+    return lake
+
+
+def test_same_history_through_two_vendors_is_equal(spark, same):
+    lake = same
     rep = compare(spark, lake, lake)
     assert rep["equal"] is True and rep["verdict"] == "equal"
     assert [t["name"] for t in rep["tables"]] == ["shop.customers", "shop.orders"]
@@ -232,9 +239,9 @@ def test_lossy_projection_is_equal_lossy(spark, history, base):
 
 
 @pytest.mark.slow  # over 20 s under load: `make test-slow` keeps it; the fast suite stays under 10 min
-def test_compare_command_exit_codes_and_reports(spark, base, capsys, monkeypatch):
+def test_compare_command_exit_codes_and_reports(spark, base, same, injected, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "300")  # one line per table row in the captured terminal output
-    same, injected_lake = str(base / "same"), str(base / "injected")
+    injected_lake = str(base / "injected")  # written by the `injected` fixture
     assert compare_command(same, same, None, None, ["customers"], None, str(base / "rep"), None) == 0
     out = capsys.readouterr().out
     assert "verdict: equal" in out and "shop.customers" in out
