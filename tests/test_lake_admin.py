@@ -181,9 +181,9 @@ def test_check_is_clean_after_upgrade_and_finds_planted_problems(spark, upgraded
     with open(os.path.join(path, "_commits", "PENDING.json"), "w") as fh:
         fh.write("{}")
     # readers use the cut: move it past the planted commit like any later run would
-    from cdcnorm.lake_admin.runs_rows import append_runs
+    from cdcnorm.lake_commit import append_run_rows
 
-    append_runs(lk.table("runs"), [{"run_id": "ZZ", "records_read": 1, "outcomes": {"emitted": 2}}],
+    append_run_rows(lk.table("runs"), [{"run_id": "ZZ", "records_read": 1, "outcomes": {"emitted": 2}}],
                 {n: lk.table(n).version() for n in ("schemas", "quarantine", "quarantine_resolved", "changes")},
                 ["test.ZZ"])
     res = check(spark, path).to_dict()["checks"]

@@ -225,3 +225,66 @@ class HadoopFS:
                 return False
             return True
         return bool(self._fs.rename(self._path(src), self._path(dst)))
+
+
+# -- listing a tree (metadata only): what the Delta log does *not* know (a format-1 lake's files, files of crashed
+# runs, staging folders, the empty file of an empty write) ---------------------------------------------------------
+@dataclass(frozen=True)
+class Listed:
+    """One file under a folder: its path relative to that folder, size in bytes, modification time (ms)."""
+
+    rel: str
+    size: int
+    mtime_ms: int
+
+    @property
+    def segments(self) -> list[str]:
+        return self.rel.split("/")
+
+
+def _fs_and_path(spark: SparkSession, root: str):
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(root)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
+def walk(spark: SparkSession, root: str, parquet_only: bool = True, hidden: bool = False) -> list[Listed]:
+    """Every file under `root` (recursively); hidden entries (`_delta_log`, `_SUCCESS`, `.crc`, `_temporary`, ...)
+    only with `hidden`."""
+    fs, path = _fs_and_path(spark, root)
+    if not fs.exists(path):
+        return []
+    base = fs.makeQualified(path).toUri().getPath().rstrip("/") + "/"
+    it = fs.listFiles(path, True)
+    out = []
+    while it.hasNext():
+        st = it.next()
+        full = st.getPath().toUri().getPath()
+        if not full.startswith(base):
+            continue
+        rel = full[len(base):]
+        if not hidden and any(seg.startswith(("_", ".")) for seg in rel.split("/")):
+            continue
+        if parquet_only and not rel.endswith(".parquet"):
+            continue
+        out.append(Listed(rel, int(st.getLen()), int(st.getModificationTime())))
+    return sorted(out, key=lambda f: f.rel)
+
+
+def subfolders(spark: SparkSession, root: str) -> list[str]:
+    """Names of the folders directly under `root`."""
+    fs, path = _fs_and_path(spark, root)
+    if not fs.exists(path):
+        return []
+    return sorted(st.getPath().getName() for st in fs.listStatus(path) if st.isDirectory())
+
+
+def delete_file(spark: SparkSession, path: str) -> None:
+    fs, p = _fs_and_path(spark, path)
+    fs.delete(p, False)
+
+
+def modified_ms(spark: SparkSession, path: str) -> int:
+    """The modification time of a file or folder (ms), 0 when it is gone."""
+    fs, p = _fs_and_path(spark, path)
+    return int(fs.getFileStatus(p).getModificationTime()) if fs.exists(p) else 0

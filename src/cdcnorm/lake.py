@@ -37,7 +37,7 @@ from cdcnorm.delta.table import DeltaTableRef, delta_uri
 from cdcnorm.errors import LakeError
 from cdcnorm.fs import HadoopFS
 from cdcnorm.lake_lock import writer_lock
-from cdcnorm.lake_tables import TableSpec, specs
+from cdcnorm.lake_tables import TableSpec, run_of, specs
 
 LAKE_FORMAT = 2
 MARKER = "_cdcnorm.json"
@@ -173,11 +173,11 @@ class Lake:
 
 
 def reported_files(committed: set[str]):
-    """A filter of data-file paths: those written by a run (`run=<id>` or a re-check's `run=<id>.<attempt>`)
-    only when that run is committed; every other path."""
+    """A filter of data-file paths: those of a run (`cdcnorm.lake_tables.run_of`: `run=<id>`, a re-check's
+    `run=<id>.<attempt>`, an upgraded lake's `run_id=<id>`) only when that run is committed; every other path."""
     def keep(rel: str) -> bool:
-        head = rel.split("/", 1)[0]
-        return not head.startswith("run=") or head[4:].split(".", 1)[0] in committed
+        run = run_of(rel)
+        return run is None or run in committed
     return keep
 
 

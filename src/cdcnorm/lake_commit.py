@@ -91,16 +91,20 @@ def dedup_scope(lk: Lake, rows: DataFrame, window_days: int | None = None) -> De
             horizon[vendor] = newest
     horizon = {v: (dt.date.fromisoformat(d) - dt.timedelta(days=window)).isoformat() for v, d in horizon.items()}
     checked = {(v, d) for v, d in parts if d is None or d >= horizon[v]}
-    vendors = {v for v, _ in parts}
-    files = [f["uri"] for f in table.live(handle=handle)
-             if f["partition"]["vendor"] in vendors
-             and (f["partition"][SOURCE_DAY] is None or (f["partition"]["vendor"], f["partition"][SOURCE_DAY]) in checked)]
+    files = [f["uri"] for f in table.live(handle=handle) if may_hold(f, checked)]
     existing = read_files(lk.spark, table, files, ["event_id"]) if files else None
     unchecked = F.lit(False)
     for vendor, limit in horizon.items():
         unchecked = unchecked | ((F.col("vendor") == vendor) & F.col(SOURCE_DAY).isNotNull()
                                  & (F.col(SOURCE_DAY) < F.lit(limit)))
     return DedupScope(existing, version, unchecked, window)
+
+
+def may_hold(file: dict[str, Any], parts: set[tuple[str, str | None]]) -> bool:
+    """Whether a live changes file may hold event ids of rows in the (vendor, source_day) `parts`: a file of the
+    same vendor and day, or of the same vendor without a day (rows without a source time, upgraded lakes)."""
+    vendor, day = file["partition"]["vendor"], file["partition"][SOURCE_DAY]
+    return any(v == vendor for v, _ in parts) and (day is None or (vendor, day) in parts)
 
 
 def with_source_day(rows: DataFrame) -> DataFrame:
@@ -248,11 +252,8 @@ def _recheck(lk: Lake, p: Pending, handle) -> bool:
     table = lk.table("changes")
     mine = p.adds["changes"]
     scope = {(d["partition_values"]["vendor"], d["partition_values"].get(SOURCE_DAY)) for d in mine}
-    vendors = {v for v, _ in scope}
     before = {f["path"] for f in table.live(p.read_version)}
-    theirs = [f["uri"] for f in table.live(handle=handle) if f["path"] not in before
-              and f["partition"]["vendor"] in vendors
-              and (f["partition"][SOURCE_DAY] is None or (f["partition"]["vendor"], f["partition"][SOURCE_DAY]) in scope)]
+    theirs = [f["uri"] for f in table.live(handle=handle) if f["path"] not in before and may_hold(f, scope)]
     if not theirs:
         return False
     spark = lk.spark
@@ -305,21 +306,35 @@ def _commit_report(lk: Lake, p: Pending, versions: dict[str, int]) -> None:
         if handle.transaction_version(app) is not None:
             return
         p.report.setdefault("finished_at", dt.datetime.now(dt.UTC).isoformat())
-        p.report["table_versions"] = versions
-        finished = dt.datetime.fromisoformat(p.report["finished_at"])
-        row = pa.table({
-            "run_id": pa.array([p.run_id], pa.string()),
-            "vendor": pa.array([p.report.get("vendor")], pa.string()),
-            "finished_at": pa.array([finished], pa.timestamp("us", tz="UTC")),
-            "versions": pa.array([orjson.dumps(versions).decode()], pa.string()),
-            "report": pa.array([orjson.dumps(p.report).decode()], pa.string()),
-        })
         try:
-            write_deltalake(table.uri, row, mode="append", storage_options=dict(table.storage_options or {}),
-                            commit_properties=CommitProperties(app_transactions=[Transaction(app, 1)]))
+            append_run_rows(table, [p.report], versions, [app])
             return
         except CommitFailedError:  # a concurrent completion of the same run won: re-check its txn
             continue
+
+
+def append_run_rows(runs: DeltaTableRef, reports: list[dict[str, Any]], versions: dict[str, int],
+                    app_ids: list[str]) -> None:
+    """Append one `runs` row per report (each has `run_id`) recording `versions` as its cut, in one commit
+    carrying the given app transactions (a run's report, an upgraded lake's old reports, a compaction's row)."""
+    for rep in reports:
+        rep["table_versions"] = versions
+    table = pa.table({
+        "run_id": pa.array([rep["run_id"] for rep in reports], pa.string()),
+        "vendor": pa.array([rep.get("vendor") for rep in reports], pa.string()),
+        "finished_at": pa.array([_instant(rep.get("finished_at")) for rep in reports], pa.timestamp("us", tz="UTC")),
+        "versions": pa.array([orjson.dumps(versions).decode()] * len(reports), pa.string()),
+        "report": pa.array([orjson.dumps(rep).decode() for rep in reports], pa.string()),
+    })
+    write_deltalake(runs.uri, table, mode="append", storage_options=dict(runs.storage_options or {}),
+                    commit_properties=CommitProperties(app_transactions=[Transaction(a, 1) for a in app_ids]))
+
+
+def _instant(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    t = dt.datetime.fromisoformat(text)
+    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
 
 
 def _intent_path(lk: Lake, run_id: str) -> str:

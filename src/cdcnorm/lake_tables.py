@@ -16,6 +16,8 @@ from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 from cdcnorm.canonical.schema import canonical_schema, quarantine_schema, schema_versions_schema
 
 SOURCE_DAY = "source_day"
+STAGING = "_staging"
+"""LAKE/_staging/<run_id>/: a normalize run's decoded rows, deleted when the run ends."""
 
 
 @dataclass(frozen=True)
@@ -64,3 +66,14 @@ COMMIT_ORDER = tuple(specs())
 def source_day() -> Column:
     """The changes table's day partition of a canonical row."""
     return F.date_format(F.col("source_ts"), "yyyy-MM-dd")
+
+
+def run_of(rel: str) -> str | None:
+    """The run a data file belongs to, from its folders: `run=R` (a format-2 run, `run=R.<attempt>` for a
+    re-check's rewrite) or `run_id=R` (format 1); None when the path names no run (compactions)."""
+    for seg in rel.split("/")[:-1]:
+        if seg.startswith("run="):
+            return seg[4:].split(".", 1)[0]
+        if seg.startswith("run_id="):
+            return seg[7:]
+    return None

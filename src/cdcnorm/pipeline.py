@@ -37,11 +37,11 @@ from cdcnorm.first_pass import first_pass
 from cdcnorm.fs import FileEntry, list_files, open_input
 from cdcnorm.lake import Lake, new_run_id, open_lake
 from cdcnorm.lake_commit import dedup_scope, mark_duplicates, stage_and_commit, staged_rows, with_source_day
+from cdcnorm.lake_tables import STAGING
 from cdcnorm.session import get_spark, use_portable_parquet
 from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
 
 Progress = Callable[[str], None]
-STAGING = "_staging"  # LAKE/_staging/<run_id>/decoded: a run's decoded rows, deleted when the run ends
 
 
 @dataclass

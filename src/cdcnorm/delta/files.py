@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from cdcnorm.delta.table import DeltaTableRef
+from cdcnorm.fs import delete_file, walk
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -55,20 +56,9 @@ def written_adds(spark, table: DeltaTableRef, prefix: str, stats_columns: Sequen
 def _drop_empty_files(spark, prefix: str, folder: str, kept: set[str]) -> None:
     """Delete the data files of this write that hold no row (Spark writes one when the result is empty): no add
     action describes them, so they would only be orphans. Only this write's own folder is listed."""
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(folder)
-    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    if not fs.exists(path):
-        return
-    files = fs.listFiles(path, True)
-    empty = []
-    while files.hasNext():
-        st = files.next()
-        name = st.getPath().getName()
-        if name.endswith(".parquet") and _relative(st.getPath().toUri().toString(), prefix) not in kept:
-            empty.append(st.getPath())
-    for p in empty:
-        fs.delete(p, False)
+    for f in walk(spark, folder):
+        if f"{prefix}/{f.rel}" not in kept:
+            delete_file(spark, f"{folder}/{f.rel}")
 
 
 def file_adds(spark, table: DeltaTableRef, rel_paths: Sequence[str], stats_columns: Sequence[str] = ()) -> list[AddAction]:

@@ -7,7 +7,6 @@ With the Delta jars on the classpath, `spark.read.format("delta").load(path)` re
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -18,15 +17,14 @@ from cdcnorm.delta.table import DeltaTableRef
 
 
 def read_table(spark: SparkSession, table: DeltaTableRef, version: int | None = None,
-               where: Sequence[tuple[str, str, Any]] | None = None, columns: Sequence[str] | None = None,
-               keep: Callable[[str], bool] | None = None) -> DataFrame:
-    """The table's rows at `version` (latest by default), pruned to the partitions `where` selects and to the
-    files whose path relative to the table `keep` accepts."""
+               columns: Sequence[str] | None = None, keep: Callable[[str], bool] | None = None) -> DataFrame:
+    """The table's rows at `version` (latest by default), limited to the files whose path relative to the table
+    `keep` accepts."""
     names = list(columns) if columns else [f.name for f in table.schema.fields]
     wanted = StructType([table.schema[n] for n in names])
     if version is not None and version < 0:
         return spark.createDataFrame([], wanted)
-    files = table.files(version, where)
+    files = table.files(version)
     if keep is not None:
         files = [f for f in files if keep(f[len(table.uri) + 1:] if f.startswith(table.uri + "/") else f)]
     return read_files(spark, table, files, names)

@@ -10,7 +10,7 @@ the same table version conflict (the loser gets :class:`Conflict`, reloads and r
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,13 +135,9 @@ class DeltaTableRef:
                         "partition": {c: parts[c][i] if c in parts else None for c in self.partition_by}})
         return out
 
-    def files(self, version: int | None = None, where: Sequence[tuple[str, str, Any]] | None = None) -> list[str]:
-        """Absolute URIs of the live data files, optionally pruned by partition values
-        (`[("vendor", "=", "x"), ("source_day", "in", [...])]`)."""
-        dt = self.handle(version)
-        if not where:
-            return dt.file_uris()
-        return dt.file_uris(partition_filters=list(where))
+    def files(self, version: int | None = None) -> list[str]:
+        """Absolute URIs of the live data files at `version`."""
+        return self.handle(version).file_uris()
 
     # -- committing ----------------------------------------------------------------------------------------
     def commit(self, adds: Iterable[AddAction], txns: Iterable[tuple[str, int]] = (),

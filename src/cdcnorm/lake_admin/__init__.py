@@ -6,5 +6,4 @@
   reconciliation); explicit, so it may scan the whole lake.
 - :mod:`~cdcnorm.lake_admin.maintain`: log checkpoints, compaction of small files, vacuum of old unreferenced
   files and stale staging folders.
-- :mod:`~cdcnorm.lake_admin.listing`: what lies under a folder (relative paths, sizes, ages), for all three.
 """

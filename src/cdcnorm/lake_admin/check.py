@@ -26,9 +26,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from cdcnorm.delta.read import read_table
+from cdcnorm.fs import walk
 from cdcnorm.lake import Lake
-from cdcnorm.lake_admin.listing import run_of, walk
 from cdcnorm.lake_commit import INTENTS
+from cdcnorm.lake_tables import run_of
 
 COMPACT_PREFIX = "compact="
 

@@ -31,12 +31,11 @@ from cdcnorm.delta.files import write_files
 from cdcnorm.delta.read import read_files
 from cdcnorm.delta.table import Conflict
 from cdcnorm.errors import LakeError
+from cdcnorm.fs import modified_ms, subfolders, walk
 from cdcnorm.lake import Lake, new_run_id, reported_files
 from cdcnorm.lake_admin.check import COMPACT_PREFIX
-from cdcnorm.lake_admin.listing import STAGING, modified_ms, subfolders, walk
-from cdcnorm.lake_admin.runs_rows import append_runs
-from cdcnorm.lake_commit import INTENTS, STAGED_TABLES, complete_pending, run_app
-from cdcnorm.lake_tables import COMMIT_ORDER
+from cdcnorm.lake_commit import INTENTS, STAGED_TABLES, append_run_rows, complete_pending, run_app
+from cdcnorm.lake_tables import COMMIT_ORDER, STAGING
 
 DEFAULT_RETENTION_HOURS = 168
 TARGET_FILE_BYTES = 128 * 1024 * 1024
@@ -156,7 +155,7 @@ def advance_cut(lk: Lake, result: MaintainResult) -> bool:
               "compacted": {w.table: {"removed": w.compacted_files, "added": w.written_files}
                             for w in result.tables if w.compacted_files},
               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())}
-    append_runs(lk.table("runs"), [report], versions, [run_app(run_id)])
+    append_run_rows(lk.table("runs"), [report], versions, [run_app(run_id)])
     return True
 
 

@@ -33,12 +33,11 @@ from cdcnorm.canonical.schema import CANONICAL_VERSION
 from cdcnorm.delta.files import file_adds, partition_values
 from cdcnorm.delta.table import Conflict, DeltaTableRef, delta_uri
 from cdcnorm.errors import LakeError
-from cdcnorm.fs import HadoopFS
+from cdcnorm.fs import HadoopFS, Listed, subfolders, walk
 from cdcnorm.lake import LAKE_FORMAT, MARKER, missing_lake
-from cdcnorm.lake_admin.listing import STAGING, Listed, run_of, subfolders, walk
-from cdcnorm.lake_admin.runs_rows import append_runs
+from cdcnorm.lake_commit import append_run_rows
 from cdcnorm.lake_lock import writer_lock
-from cdcnorm.lake_tables import TableSpec, specs
+from cdcnorm.lake_tables import STAGING, TableSpec, run_of, specs
 
 OLD_FORMAT = 1
 DATA_TABLES = ("schemas", "quarantine", "quarantine_resolved", "changes")
@@ -183,4 +182,4 @@ def _record_runs(fs: HadoopFS, path: str, refs: dict[str, DeltaTableRef], commit
         report["run_id"] = r
         report["upgraded_from_format"] = OLD_FORMAT
         reports.append(report)
-    append_runs(runs, reports, versions, [upgrade_app(r) for r in todo])
+    append_run_rows(runs, reports, versions, [upgrade_app(r) for r in todo])

@@ -24,7 +24,8 @@ from cdcnorm.errors import UsageError
 from cdcnorm.fs import FileEntry, is_local, local_path
 from cdcnorm.lake import Lake, open_lake
 from cdcnorm.lake_commit import INTENTS, STAGED_TABLES, Pending, complete, run_app
-from cdcnorm.pipeline import STAGING, _detect_files, normalize
+from cdcnorm.lake_tables import STAGING
+from cdcnorm.pipeline import _detect_files, normalize
 from cdcnorm.session import get_spark, use_portable_parquet
 from cdcnorm.streaming.paths_source import DEFAULT_SETTLE_SECONDS, paths_stream
 
