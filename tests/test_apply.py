@@ -22,7 +22,7 @@ from cdcnorm.adapters.base import Adapter
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion, split_key_change
 from cdcnorm.cli.apply import apply_command
 from cdcnorm.errors import UsageError
-from cdcnorm.state import TableId, path_component, read_index, relative_path, table_path
+from cdcnorm.state import TableId, path_component, read_current, read_index, relative_path
 from cdcnorm.state.types import extract, parse_inferred, spark_type_name
 
 VENDOR = "tv"
@@ -181,7 +181,7 @@ def applied(spark, tmp_path_factory):
 
 
 def _rows(spark, applied, t, *cols):
-    df = spark.read.parquet(table_path(applied["lake"], t))
+    df = read_current(spark, applied["lake"], t)
     sel = df.select(*cols) if cols else df
     return sorted(tuple(r) for r in sel.collect())
 
@@ -227,7 +227,7 @@ def test_truncate_empties_as_of_its_position(spark, applied):
 
 def test_added_column_null_for_old_rows(spark, applied):
     t = tid("ddl")
-    df = spark.read.parquet(table_path(applied["lake"], t))
+    df = read_current(spark, applied["lake"], t)
     assert [(f.name, f.dataType) for f in df.schema] == [("id", T.LongType()), ("a", T.IntegerType()), ("b", T.StringType())]
     assert _rows(spark, applied, t) == [(1, 1, None), (2, 2, "x")]
     e = applied["index"][t]
@@ -235,7 +235,7 @@ def test_added_column_null_for_old_rows(spark, applied):
 
 
 def test_types(spark, applied):
-    df = spark.read.parquet(table_path(applied["lake"], tid("types")))
+    df = read_current(spark, applied["lake"], tid("types"))
     assert {f.name: f.dataType for f in df.schema} == {
         "id": T.IntegerType(), "d": T.StringType(), "p": T.DecimalType(10, 2), "t": T.TimestampType(),
         "n": T.TimestampNTZType(), "bn": T.BinaryType(), "dt": T.DateType(), "j": T.VariantType(),
@@ -267,15 +267,15 @@ def test_same_name_in_other_schemas_and_streams(spark, applied):
     paths = {relative_path(t) for t in cases}
     assert len(paths) == 5
     assert relative_path(tid("dup", None)) == "current/tv/s1/db/_/dup"
-    assert relative_path(tid("dup", "_")) == "current/tv/s1/db/%5F/dup"
-    assert relative_path(tid("dup", stream=GCP_STREAM)) == "current/tv/projects%2F1%2Flocations%2Fx%2Fstreams%2Fy/db/s/dup"
+    assert relative_path(tid("dup", "_")) == "current/tv/s1/db/~5F/dup"
+    assert relative_path(tid("dup", stream=GCP_STREAM)) == "current/tv/projects~2F1~2Flocations~2Fx~2Fstreams~2Fy/db/s/dup"
     for t, v in cases.items():
         assert _rows(spark, applied, t, "v") == [(v,)]
         assert applied["index"][t]["path"] == relative_path(t)
 
 
 def test_schema_only_table_is_empty(spark, applied):
-    df = spark.read.parquet(table_path(applied["lake"], tid("empty")))
+    df = read_current(spark, applied["lake"], tid("empty"))
     assert [(f.name, f.dataType) for f in df.schema] == [("id", T.IntegerType()), ("name", T.StringType())]
     assert df.count() == 0
 
@@ -308,7 +308,8 @@ def test_filtered_write_keeps_index(spark, applied):
 
 def test_path_component():
     assert [path_component(v) for v in (None, "", "_", "_x", "..", ".h", "a/b", "x_y", "a=b", "é")] == [
-        "_", "_empty", "%5F", "%5Fx", "%2E.", "%2Eh", "a%2Fb", "x_y", "a%3Db", "%C3%A9"]
+        "_", "_empty", "~5F", "~5Fx", "~2E.", "~2Eh", "a~2Fb", "x_y", "a~3Db", "~C3~A9"]
+    assert path_component("a~b%c") == "a~7Eb~25c"  # neither escape character is left as itself: injective
 
 
 def test_type_spellings():

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from cdcnorm.state.build import ApplyResult, apply
 from cdcnorm.state.index import read_index
-from cdcnorm.state.paths import CURRENT, INDEX, TableId, path_component, relative_path, table_path
+from cdcnorm.state.paths import CURRENT, HISTORY, INDEX, TableId, path_component, relative_path, table_path
+from cdcnorm.state.target import read_current
 
-__all__ = ["CURRENT", "INDEX", "ApplyResult", "TableId", "apply", "path_component", "read_index", "relative_path",
+__all__ = ["CURRENT", "HISTORY", "INDEX", "ApplyResult", "TableId", "apply", "path_component", "read_current", "read_index", "relative_path",
            "table_path"]

@@ -1,60 +1,52 @@
-"""`cdcnorm.apply`: the current state of every source table, rebuilt from the canonical lake.
+"""`cdcnorm.apply`: the current state of every source table as Delta tables, maintained from new changes.
 
-Full recomputation in one shuffle (:mod:`cdcnorm.state.merge`) after a metadata-only plan per table
-(:mod:`cdcnorm.state.plan`); the state is staged once, partitioned by table, then each table is typed from its
-latest schema version and written to `LAKE/current/<vendor>/<stream>/<database>/<schema>/<table>/`
-(:mod:`cdcnorm.state.write`, path rule in :mod:`cdcnorm.state.paths`). `LAKE/current/_tables.json` indexes what
-was written (:mod:`cdcnorm.state.index`). Semantics: docs/apply.md.
+Each target remembers (its bookmark, :mod:`cdcnorm.state.target`) the `changes` version it was applied at; an
+apply reads only the data files committed since (:mod:`cdcnorm.state.batch`), plans each table from the batch's
+aggregate plus the bookmark (:mod:`cdcnorm.state.bookmark`), and rewrites only the files whose key ranges the
+batch touches (:mod:`cdcnorm.state.keyed`). A table that has no target yet, changes columns or key, is keyless,
+or whose log range cannot be read exactly is rebuilt from all of its changes through the same merge; `full=True`
+rebuilds everything. Semantics: docs/apply.md.
 """
 
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from cdcnorm.errors import UsageError
 from cdcnorm.lake import Lake
 from cdcnorm.session import use_portable_parquet
+from cdcnorm.state import run
 from cdcnorm.state.index import build_summary, write_index
-from cdcnorm.state.merge import live_state
-from cdcnorm.state.paths import TableId
 from cdcnorm.state.plan import latest_schemas, name_filter, plan_tables, table_hash, table_stats
-from cdcnorm.state.write import state_views, write_tables
+from cdcnorm.state.run import ApplyResult
 
 
-class ApplyResult(dict):
-    """`{TableId: DataFrame}` of current-state tables, plus `summary` (what was written and counted)."""
-
-    def __init__(self, frames: dict[TableId, DataFrame], summary: dict[str, Any], cached: DataFrame | None = None):
-        super().__init__(frames)
-        self.summary = summary
-        self._cached = cached
-
-    def unpersist(self) -> None:
-        """Free the persisted state behind `write=False` views (they recompute if used afterwards)."""
-        if self._cached is not None:
-            self._cached.unpersist()
-
-
-def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write: bool = True) -> ApplyResult:
+def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write: bool = True,
+          full: bool = False, history: bool = False, track_columns: list[str] | None = None) -> ApplyResult:
     """Current state of every source table in `lake` (or those named in `tables`) as typed DataFrames.
 
-    With `write`, each table is written (overwrite) under `LAKE/current/` and the returned DataFrames read
-    the written files; without it, the state is computed once, persisted, and the DataFrames are views of it.
+    With `write`, each table's Delta table under `LAKE/current/` is brought up to date with the changes
+    committed since its last apply (`full`: rebuilt from all changes), and the returned DataFrames read it.
+    `history` also maintains the SCD type 2 tables under `LAKE/history/` (`track_columns`: only changes of these
+    columns open a new version). Without `write`, the state is computed from all changes, persisted, and
+    nothing is written.
     """
     use_portable_parquet(spark)
     lk = Lake(spark, lake)
     with lk.writer("apply") if write else nullcontext():  # one writer per lake (cdcnorm.lake_lock)
-        return _apply(spark, lk, lake, tables, write)
+        if not write:
+            return _compute(spark, lk, lake, tables)
+        return run.apply_lake(lk, tables, full=full, history=history, track_columns=track_columns)
 
 
-def _apply(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None, write: bool) -> ApplyResult:
+def _compute(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None) -> ApplyResult:
+    """write=False: every selected table from all of its changes, persisted, nothing written."""
     selected = name_filter(tables)
-    # An event id is applied once, even if a redelivery older than the dedup window reached the lake twice.
-    changes = lk.changes().dropDuplicates(["event_id"]).withColumn("_tid", table_hash())
+    changes = run.prepared(lk.changes())
     schemas = lk.schemas()
     if selected is not None:
         changes, schemas = changes.where(selected), schemas.where(selected)
@@ -63,16 +55,13 @@ def _apply(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None, w
     plans = plan_tables(stats, latest)
     if tables and not plans:
         raise UsageError(f"No table in {lake} matches {', '.join(tables)} (give table, schema.table or db.schema.table).")
-    frames: dict[TableId, DataFrame] = {}
-    cached = None
-    if plans:
-        state = live_state(changes, plans)
-        if write:
-            frames = write_tables(lk, state, plans)
-        else:
-            cached = state.persist(StorageLevel.MEMORY_AND_DISK)
-            frames = state_views(cached, plans)
-    summary = build_summary(lake, plans, stats)
-    if write:
-        write_index(lk, summary, replace_all=not tables)
-    return ApplyResult(frames, summary, cached)
+    frames, cached = {}, []
+    for plan in plans:
+        df = run.table_state(changes.where(F.col("_tid") == plan.hid), plan).persist(StorageLevel.MEMORY_AND_DISK)
+        plan.rows = df.count()
+        cached.append(df)
+        frames[plan.tid] = df
+    return ApplyResult(frames, build_summary(lake, plans, stats), cached)
+
+
+__all__ = ["ApplyResult", "apply", "table_hash", "write_index"]

@@ -17,7 +17,7 @@ def build_summary(lake: str, plans: list[TablePlan], stats: dict[str, dict]) -> 
     tables = [_entry(p) for p in plans]
     ignored: dict[str, int] = {}
     for st in stats.values():
-        for o, n in st["ignored_ops"].items():
+        for o, n in (st.get("ignored_ops") or {}).items():
             ignored[o] = ignored.get(o, 0) + n
     return {
         "lake": lake,
@@ -55,6 +55,7 @@ def _entry(p: TablePlan) -> dict[str, Any]:
         "unkeyable_rows_ignored": st.get("unkeyable", 0) if p.key_mode == "derived" else 0,
         "keyless_updates_without_before": st.get("updates_without_before", 0) if p.key_mode == "keyless" else 0,
         "ignored_ops": st.get("ignored_ops", {}),
+        "apply": p.applied,
     }
 
 

@@ -15,25 +15,31 @@ from cdcnorm.state.plan import ROW_OPS, TablePlan
 _IMAGE = "map<string,variant>"
 
 
-def live_state(changes: DataFrame, plans: list[TablePlan]) -> DataFrame:
-    """`_tid, _gkey, values (map<string, variant>), _n (row multiplicity)` of every live row.
-
-    Each change is shuffled once, by (table, group key); keyed and keyless tables take separate branches
-    (disjoint rows), built only when such tables exist.
-    """
+def applicable(changes: DataFrame, plans: list[TablePlan]) -> DataFrame:
+    """The changes that can change a row: data ops (no orphan UPDATE without an after image), after the table's
+    last TRUNCATE, with each table's key mode and key columns joined from a broadcast of the plans."""
     spark = changes.sparkSession
     params = spark.createDataFrame(
         [(p.hid, p.truncated_at, p.key_mode, p.key_columns) for p in plans],
         "_tid string, _trunc binary, _mode string, _pks array<string>",
     )
     op = F.col("op")
-    rows = (changes.where(op.isin(*ROW_OPS) & ~((op == "UPDATE") & F.col("after").isNull()))
+    return (changes.where(op.isin(*ROW_OPS) & ~((op == "UPDATE") & F.col("after").isNull()))
             .join(F.broadcast(params), "_tid")
             .where(F.col("_trunc").isNull() | (F.col("sort_key") > F.col("_trunc"))))
+
+
+def live_state(changes: DataFrame, plans: list[TablePlan]) -> DataFrame:
+    """`_tid, _gkey, values (map<string, variant>), _n (row multiplicity)` of every live row.
+
+    Each change is shuffled once, by (table, group key); keyed and keyless tables take separate branches
+    (disjoint rows), built only when such tables exist.
+    """
+    rows = applicable(changes, plans)
     modes = {p.key_mode for p in plans}
     parts = []
     if modes - {"keyless"}:
-        entries = _keyed_entries(rows.where(F.col("_mode") != "keyless"))
+        entries = keyed_entries(rows.where(F.col("_mode") != "keyless"))
         parts.append(_merge_keyed(entries.repartition("_tid", "_gkey")))
     if "keyless" in modes:
         entries = _keyless_entries(rows.where(F.col("_mode") == "keyless"))
@@ -41,11 +47,16 @@ def live_state(changes: DataFrame, plans: list[TablePlan]) -> DataFrame:
     return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 
+def keyless_state(rows: DataFrame) -> DataFrame:
+    """`_tid, _gkey, values, _n` of the keyless tables among :func:`applicable` rows."""
+    return _count_keyless(_keyless_entries(rows).repartition("_tid", "_gkey"))
+
+
 def _as_image(col: Column) -> Column:
     return F.try_variant_get(col, "$", _IMAGE)
 
 
-def _keyed_entries(rows: DataFrame) -> DataFrame:
+def keyed_entries(rows: DataFrame) -> DataFrame:
     """One entry per change: its group key, and the columns it carries (missing columns dropped)."""
     op = F.col("op")
     df = rows.select(

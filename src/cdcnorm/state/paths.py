@@ -11,6 +11,8 @@ from typing import NamedTuple
 from urllib.parse import quote
 
 CURRENT = "current"
+HISTORY = "history"
+TOMBSTONES = "current/_tombstones"
 INDEX = "_tables.json"
 MAX_COMPONENT = 200
 
@@ -31,19 +33,21 @@ class TableId(NamedTuple):
 
 
 def path_component(value: str | None) -> str:
-    """One folder name of the path rule: injective, safe on every file system and for Spark's listing.
+    """One folder name of the path rule: injective, safe on every file system, for Spark's listing and delta-rs.
 
-    Percent-encode everything but letters, digits and `-._~` (so `/` in stream names, `=`, `:` and glob
-    characters are escaped); a leading `.` or `_` is encoded too, which keeps `..` out and stops Hadoop/Spark
-    treating the folder as hidden. That frees every spelling that starts with `_` for sentinels: null is `_`,
-    the empty string is `_empty`, and a name whose encoding is longer than 200 characters (file systems allow
-    255 bytes) is `_h<32 hex of its SHA-256>_<the start of its encoding>`.
+    Percent-encode everything but letters, digits and `-._` (so `/` in stream names, `=`, `:`, `~`, `%` and glob
+    characters are escaped), written with `~` instead of `%`: delta-rs decodes `%XX` in local table paths on
+    some calls and not on others, so a `%` in a Delta table's path breaks it. A leading `.` or `_` is encoded
+    too, which keeps `..` out and stops Hadoop/Spark treating the folder as hidden. That frees every spelling
+    that starts with `_` for sentinels: null is `_`, the empty string is `_empty`, and a name whose encoding is
+    longer than 200 characters (file systems allow 255 bytes) is `_h<32 hex of its SHA-256>_<the start of its
+    encoding>`.
     """
     if value is None:
         return "_"
     if value == "":
         return "_empty"
-    enc = quote(value, safe="")
+    enc = quote(value, safe="").replace("~", "%7E")
     if enc[0] in "._":
         enc = f"%{ord(enc[0]):02X}{enc[1:]}"
     if len(enc) > MAX_COMPONENT:  # file systems cap a name at 255 bytes: `_h<hash>_<readable prefix>`
@@ -51,14 +55,15 @@ def path_component(value: str | None) -> str:
         head = enc[:MAX_COMPONENT - 36]
         cut = head.rfind("%", len(head) - 2)  # never split a %XX escape
         enc = f"_h{digest}_{head[:cut] if cut >= 0 else head}"
-    return enc
+    return enc.replace("%", "~")
 
 
-def relative_path(tid: TableId) -> str:
-    """`current/<vendor>/<stream>/<database>/<schema>/<table>` for a table, relative to the lake."""
-    return "/".join((CURRENT, *(path_component(v) for v in tid)))
+def relative_path(tid: TableId, root: str = CURRENT) -> str:
+    """`current/<vendor>/<stream>/<database>/<schema>/<table>` for a table, relative to the lake (`root`:
+    `history` for its SCD type 2 table, `current/_tombstones` for apply's deleted keys)."""
+    return "/".join((root, *(path_component(v) for v in tid)))
 
 
-def table_path(lake: str, tid: TableId | tuple) -> str:
+def table_path(lake: str, tid: TableId | tuple, root: str = CURRENT) -> str:
     """Where `cdcnorm apply` writes a table's current state: `LAKE/current/...` (see :func:`path_component`)."""
-    return lake.rstrip("/") + "/" + relative_path(TableId(*tid))
+    return lake.rstrip("/") + "/" + relative_path(TableId(*tid), root)

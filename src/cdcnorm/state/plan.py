@@ -36,6 +36,8 @@ class TablePlan:
     truncated_at: bytes | None
     stats: dict[str, Any] = field(default_factory=dict)
     rows: int = 0
+    applied: dict[str, Any] = field(default_factory=dict)
+    """How this apply brought the table up to date (mode, why rebuilt, files rewritten); see docs/apply.md."""
 
 
 def table_hash() -> Column:
@@ -53,6 +55,14 @@ def name_filter(tables: list[str] | None) -> Column | None:
         t = t.strip().lower()
         cond = cond | (name == t) | name.endswith("." + t)
     return cond
+
+
+def matches(tid: TableId, tables: list[str] | None) -> bool:
+    """:func:`name_filter` for one table id on the driver (the same dotted-suffix rule)."""
+    if not tables:
+        return True
+    name = tid.name.lower()
+    return any(name == t.strip().lower() or name.endswith("." + t.strip().lower()) for t in tables)
 
 
 def latest_schemas(schemas: DataFrame) -> dict[str, dict[str, Any]]:

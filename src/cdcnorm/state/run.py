@@ -1,0 +1,322 @@
+"""One `cdcnorm apply` with writes: which tables take the new changes incrementally, which are rebuilt, and the
+commits that bring each target up to date (orchestration only; the merge is :mod:`cdcnorm.state.keyed`).
+
+Why: each target has its own bookmark, so tables are grouped by the `changes` version they were applied at
+(usually one group); a group's new data files are read once for all of its tables.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from cdcnorm.canonical.schema import COLUMN_NAMES
+from cdcnorm.delta.read import read_files, read_table
+from cdcnorm.errors import UsageError
+from cdcnorm.lake import Lake
+from cdcnorm.lake_tables import run_of
+from cdcnorm.state import keyed
+from cdcnorm.state.batch import NotIncremental, new_files
+from cdcnorm.state.bookmark import combine, needs_rebuild, plan_json, stats_from_json, stats_json
+from cdcnorm.state.index import build_summary, read_index, write_index
+from cdcnorm.state.merge import applicable, keyed_entries, keyless_state
+from cdcnorm.state.paths import CURRENT, TOMBSTONES, TableId
+from cdcnorm.state.plan import (
+    IDENT,
+    TablePlan,
+    latest_schemas,
+    matches,
+    name_filter,
+    plan_tables,
+    table_hash,
+    table_stats,
+)
+from cdcnorm.state.target import (
+    KEY,
+    META_FIELDS,
+    TOMBSTONE_SCHEMA,
+    applied_version,
+    commit,
+    file_ranges,
+    read_bookmark,
+    target,
+    touched_files,
+    user_columns,
+    write_sorted,
+)
+from cdcnorm.state.types import OutputColumn, spark_type
+from cdcnorm.state.write import output_schema, typed_keyless
+
+
+class ApplyResult(dict):
+    """`{TableId: DataFrame}` of current-state tables, plus `summary` (what was written and counted)."""
+
+    def __init__(self, frames: dict[TableId, DataFrame], summary: dict[str, Any], cached: list[DataFrame] | None = None):
+        super().__init__(frames)
+        self.summary = summary
+        self._cached = cached or []
+
+    def unpersist(self) -> None:
+        """Free the persisted state behind `write=False` views (they recompute if used afterwards)."""
+        for df in self._cached:
+            df.unpersist()
+
+
+@dataclass
+class Cut:
+    """What this apply brings the targets up to: the lake versions and the committed runs at its cut."""
+
+    changes: int
+    schemas: int
+    committed: set[str]
+    pending: list[str] = field(default_factory=list)
+
+
+def prepared(changes: DataFrame) -> DataFrame:
+    """Changes as apply takes them: each event id once, superseded orphans dropped, with the table hash."""
+    df = changes.dropDuplicates(["event_id"])
+    if "supersedes" in df.columns:
+        gone = df.where(F.col("supersedes").isNotNull()).select(F.col("supersedes").alias("event_id")).distinct()
+        df = df.join(gone, "event_id", "left_anti")
+    return df.withColumn("_tid", table_hash())
+
+
+def table_state(changes: DataFrame, plan: TablePlan) -> DataFrame:
+    """One table's current state from all of its (prepared) changes, user columns only (compute, no write)."""
+    rows = applicable(changes, [plan])
+    if plan.key_mode == "keyless":
+        return typed_keyless(keyless_state(rows), plan)
+    return keyed.live_rows(keyed.merged(plan, keyed_entries(rows), None, None)).drop(*[f.name for f in META_FIELDS])
+
+
+def target_schema(plan: TablePlan):
+    return output_schema(plan, META_FIELDS)
+
+
+def apply_lake(lk: Lake, tables: list[str] | None, full: bool = False, history: bool = False,
+               track_columns: list[str] | None = None):
+    """Bring every selected target up to the lake's cut: frames read from the targets, and the summary."""
+    runs = lk._runs()
+    cut_versions = lk._cut(runs)
+    cut = Cut(cut_versions.get("changes", -1), cut_versions.get("schemas", -1), {r["run_id"] for r in runs})
+    cut.pending = [f["path"] for f in lk.table("changes").live(cut.changes)
+                   if run_of(f["path"]) is not None and run_of(f["path"]) not in cut.committed] if cut.changes >= 0 else []
+    selected = name_filter(tables)
+    schemas = lk.schemas()
+    if selected is not None:
+        schemas = schemas.where(selected)
+    latest = latest_schemas(schemas)
+    bookmarks = _bookmarks(lk, tables)
+    plans: dict[TableId, TablePlan] = {}
+    seen: dict[str, dict[str, Any]] = {}  # every table's aggregate this apply read (non-data tables' counts too)
+    rebuild: dict[TableId, str] = {}
+    notes: list[str] = []
+    groups: dict[int, list[TableId]] = {}
+    for tid, bm in bookmarks.items():
+        groups.setdefault(-2 if full else bm["since"], []).append(tid)
+    for since, tids in sorted(groups.items()):
+        if since == -2:
+            rebuild.update({t: ("--full", None) for t in tids})
+            continue
+        try:
+            batch = new_files(lk, since, cut.changes, cut.committed, bookmarks[tids[0]]["pending"])
+        except NotIncremental as exc:
+            notes.append(f"rebuilding {len(tids)} table(s) from all changes: {exc}")
+            rebuild.update({t: (str(exc), None) for t in tids})
+            continue
+        _incremental(lk, cut, batch.files, tids, bookmarks, latest, selected, plans, rebuild, seen)
+    _rebuild(lk, cut, selected, latest, bookmarks, rebuild, plans, seen)
+    if tables and not plans:
+        raise UsageError(f"No table in {lk.path} matches {', '.join(tables)} (give table, schema.table or db.schema.table).")
+    ordered = [plans[t] for t in sorted(plans, key=lambda t: tuple("" if v is None else v for v in t))]
+    summary = build_summary(lk.path, ordered, {**seen, **{p.hid: p.stats for p in ordered}})
+    summary["notes"] = notes
+    write_index(lk, summary, replace_all=not tables)
+    frames = {p.tid: user_columns(read_table(lk.spark, _current(lk, p))) for p in ordered}
+    return ApplyResult(frames, summary)
+
+
+# -- which tables, from where -----------------------------------------------------------------------------------
+def _bookmarks(lk: Lake, tables: list[str] | None) -> dict[TableId, dict[str, Any]]:
+    """Selected tables that have a target with a bookmark; `since`: the version both of its tables reached."""
+    out = {}
+    for e in read_index(lk.spark, lk.path):
+        tid = TableId(*(e[c] for c in IDENT))
+        if not matches(tid, tables):
+            continue
+        cur = target(lk.spark, lk.path, tid, None, CURRENT, lk.storage_options)
+        bm = read_bookmark(cur)
+        if bm is None:
+            continue
+        tomb = applied_version(target(lk.spark, lk.path, tid, TOMBSTONE_SCHEMA, TOMBSTONES, lk.storage_options))
+        since = bm["changes"] if tomb is None else min(bm["changes"], tomb)
+        out[tid] = {**bm, "since": since, "stats": stats_from_json(bm["stats"])}
+    return out
+
+
+def _incremental(lk: Lake, cut: Cut, files: list[str], tids: list[TableId], bookmarks, latest, selected,
+                 plans, rebuild, seen) -> None:
+    """Apply one group's new files to its tables; tables that must be rebuilt are noted in `rebuild`."""
+    spark = lk.spark
+    table = lk.table("changes")
+    batch = read_files(spark, table, [f"{table.uri}/{f}" for f in files]).select(*COLUMN_NAMES) if files else None
+    if batch is not None:
+        batch = prepared(batch)
+        if selected is not None:
+            batch = batch.where(selected)
+        batch = batch.persist(StorageLevel.MEMORY_AND_DISK)
+    stats = table_stats(batch, set(latest)) if batch is not None else {}
+    seen.update(stats)
+    by_tid = {TableId(*(s[c] for c in IDENT)): s for s in stats.values()}
+    known = set(tids)
+    for tid in by_tid.keys() - known:
+        if tid not in bookmarks:
+            rebuild[tid] = ("new table", by_tid[tid]["_tid"])
+    for tid in tids:
+        bm = bookmarks[tid]
+        new = by_tid.get(tid)
+        st = combine(bm["stats"], new)
+        hid = bm["hid"]
+        sv = latest.get(hid)
+        plan = plan_tables({hid: {**st, "_tid": hid, **dict(zip(IDENT, tid, strict=True))}}, {hid: sv} if sv else {})
+        if not plan:
+            continue
+        plan = plan[0]
+        if new is None:
+            plan.columns = [OutputColumn(n, t, c) for n, t, c in bm["plan"]["columns"]] \
+                if plan.schema_source == "inferred" else plan.columns
+        why = needs_rebuild(plan, bm)
+        if why:
+            rebuild[tid] = (why, hid)
+            continue
+        plans[tid] = plan
+        _apply_batch(lk, cut, plan, bm, batch.where(F.col("_tid") == hid) if new else None, new)
+    if batch is not None:
+        batch.unpersist()
+
+
+def _apply_batch(lk: Lake, cut: Cut, plan: TablePlan, bm: dict[str, Any], changes: DataFrame | None,
+                 new: dict[str, Any] | None) -> None:
+    """Rewrite the files of one table the batch touches; commit target then tombstones (each skipped when it is
+    already at this version: a retried apply)."""
+    cur, tomb = _current(lk, plan), _tombs(lk, plan)
+    done_cur = (applied_version(cur) or -1) >= cut.changes
+    done_tomb = (applied_version(tomb) or -1) >= cut.changes
+    plan.applied = {"mode": "incremental", "changes": (new or {}).get("row_changes", 0) + (new or {}).get("truncates", 0),
+                    "files_rewritten": 0, "files_written": 0}
+    if changes is None or (done_cur and done_tomb):
+        plan.rows = bm["rows"]
+        if not done_cur:
+            commit(cur, [], [], cut.changes, _bookmark(cut, plan))
+        if not done_tomb:
+            commit(tomb, [], [], cut.changes, None)
+        return
+    entries = keyed_entries(applicable(changes, [plan]))
+    entries = entries.select("_gkey", "op", "sort_key", "_img", F.hex("_gkey").alias(KEY)).persist(StorageLevel.MEMORY_AND_DISK)
+    everything = plan.truncated_at != bm["stats"].get("truncated_at")  # a new truncate touches every row
+    ranges, tranges = file_ranges(cur), file_ranges(tomb)
+    touched = ranges if everything else keyed_touched(lk, ranges, entries)
+    ttouched = tranges if everything else keyed_touched(lk, tranges, entries)
+    state = read_files(lk.spark, cur, [f"{cur.uri}/{f['path']}" for f in touched]) if touched else None
+    tombs = read_files(lk.spark, tomb, [f"{tomb.uri}/{f['path']}" for f in ttouched]) if ttouched else None
+    m = keyed.merged(plan, entries.drop(KEY), state, tombs).persist(StorageLevel.MEMORY_AND_DISK)
+    live, dead = _counts(m)
+    kept = sum(f["rows"] for f in ranges) - sum(f["rows"] for f in touched)
+    plan.rows = kept + live
+    prefix = f"apply-v{cut.changes}-{secrets.token_hex(4)}"
+    if not done_cur:
+        adds = write_sorted(keyed.live_rows(m), cur, prefix, live) if live else []
+        commit(cur, adds, touched, cut.changes, _bookmark(cut, plan))
+        plan.applied["files_rewritten"] += len(touched)
+        plan.applied["files_written"] += len(adds)
+    if not done_tomb:
+        adds = write_sorted(keyed.tombstone_rows(m), tomb, prefix, dead) if dead else []
+        commit(tomb, adds, ttouched, cut.changes, None)
+        plan.applied["files_rewritten"] += len(ttouched)
+        plan.applied["files_written"] += len(adds)
+    m.unpersist()
+    entries.unpersist()
+
+
+def keyed_touched(lk: Lake, ranges, entries: DataFrame):
+    return touched_files(lk.spark, ranges, entries)
+
+
+def _counts(m: DataFrame) -> tuple[int, int]:
+    r = m.agg(F.count_if(F.col("_live")).alias("live"),
+              F.count_if(~F.col("_live") & F.col("_cdc_deleted_at").isNotNull()).alias("dead")).collect()[0]
+    return int(r["live"] or 0), int(r["dead"] or 0)
+
+
+def _rebuild(lk: Lake, cut: Cut, selected, latest, bookmarks, rebuild: dict[TableId, tuple[str, str | None]],
+             plans, seen) -> None:
+    """Every table without a bookmark, or marked for a rebuild, from all of its changes at the cut."""
+    everything = not bookmarks or all(t in rebuild for t in bookmarks)
+    if not everything and not rebuild:
+        return
+    changes = prepared(lk.changes())
+    schemas_only = set(latest)
+    if selected is not None:
+        changes = changes.where(selected)
+    if not everything:
+        hids = sorted({bookmarks[t]["hid"] if t in bookmarks else h for t, (_, h) in rebuild.items()} - {None})
+        changes = changes.where(F.col("_tid").isin(*hids))
+        schemas_only = {h for h in latest if h in hids}
+    changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
+    stats = table_stats(changes, set(latest))
+    seen.update(stats)
+    for plan in plan_tables(stats, {h: latest[h] for h in schemas_only}):
+        if not everything and plan.tid not in rebuild and plan.tid in bookmarks:
+            continue
+        if plan.tid in plans:
+            continue
+        plans[plan.tid] = plan
+        _rebuild_table(lk, cut, plan, changes.where(F.col("_tid") == plan.hid),
+                       rebuild.get(plan.tid, ("--full" if bookmarks else "first apply", None))[0])
+    changes.unpersist()
+
+
+def _rebuild_table(lk: Lake, cut: Cut, plan: TablePlan, changes: DataFrame, why: str) -> None:
+    cur, tomb = _current(lk, plan), _tombs(lk, plan)
+    prefix = f"apply-v{cut.changes}-{secrets.token_hex(4)}"
+    old = len(file_ranges(cur)) + len(file_ranges(tomb))
+    rows = applicable(changes, [plan])
+    if plan.key_mode == "keyless":
+        state = typed_keyless(keyless_state(rows), plan, with_meta=True).persist(StorageLevel.MEMORY_AND_DISK)
+        live, dead, m = state.count(), 0, state
+        live_df = state
+    else:
+        m = keyed.merged(plan, keyed_entries(rows), None, None).persist(StorageLevel.MEMORY_AND_DISK)
+        live, dead = _counts(m)
+        live_df = keyed.live_rows(m)
+    plan.rows = live
+    adds = write_sorted(live_df, cur, prefix, live) if live else []
+    commit(cur, adds, [], cut.changes, _bookmark(cut, plan), overwrite=True)
+    tadds = write_sorted(keyed.tombstone_rows(m), tomb, prefix, dead) if dead else []
+    commit(tomb, tadds, [], cut.changes, None, overwrite=True)
+    m.unpersist()
+    plan.applied = {"mode": "rebuilt", "reason": why, "changes": plan.stats.get("row_changes", 0),
+                    "files_rewritten": old, "files_written": len(adds) + len(tadds)}
+
+
+# -- targets and bookmarks --------------------------------------------------------------------------------------
+def _current(lk: Lake, plan: TablePlan):
+    return target(lk.spark, lk.path, plan.tid, target_schema(plan), CURRENT, lk.storage_options)
+
+
+def _tombs(lk: Lake, plan: TablePlan):
+    return target(lk.spark, lk.path, plan.tid, TOMBSTONE_SCHEMA, TOMBSTONES, lk.storage_options)
+
+
+def _bookmark(cut: Cut, plan: TablePlan) -> dict[str, Any]:
+    return {"changes": cut.changes, "schemas": cut.schemas, "pending": cut.pending, "hid": plan.hid,
+            "plan": plan_json(plan), "stats": stats_json({**plan.stats, "truncated_at": plan.truncated_at}),
+            "rows": plan.rows}
+
+
+__all__ = ["ApplyResult", "apply_lake", "prepared", "spark_type", "table_state"]
