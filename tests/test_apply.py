@@ -303,7 +303,7 @@ def test_filtered_write_keeps_index(spark, applied):
     assert list(res) == [tid("keyless")]
     assert len(read_index(spark, applied["lake"])) == 18
     names = sorted(p.name for p in (Path(applied["lake"]) / "current").iterdir() if not p.name.startswith("."))
-    assert names == ["_tables.json", "tv"]  # no staging left behind
+    assert names == ["_tables.json", "_tombstones", "tv"]  # no staging left behind
 
 
 def test_path_component():

@@ -96,3 +96,47 @@ def test_a_retried_apply_changes_nothing(spark, steps):
     res = cdcnorm.apply(spark, steps["lake"], tables=["inc"])
     assert res.summary["tables"][0]["apply"]["files_rewritten"] == 0
     assert _rows(read_current(spark, steps["lake"], tid("inc"), meta=True)) == _rows(before)
+
+
+def _versions(df, *cols):
+    return sorted((tuple(r) for r in df.select(*cols).collect()), key=lambda t: tuple((x is None, x) for x in t))
+
+
+def test_history_versions_late_changes_in_place(spark, steps):
+    res = cdcnorm.apply(spark, steps["lake"], tables=["inc", "bag"], history=True)
+    h = res.history[tid("inc")]
+    cols = ("id", "a", "b", "opened_by_op", "closed_by_op", "is_current")
+    assert _versions(h, *cols) == _versions(spark.createDataFrame([
+        (1, 1, 1, "INSERT", "UPDATE", False), (1, 5, 5, "UPDATE", "UPDATE", False),
+        (1, 10, 5, "UPDATE", "TRUNCATE", False),
+        (2, 2, 2, "INSERT", "UPDATE", False), (2, 15, 2, "UPDATE", "UPDATE", False),
+        (2, 15, 18, "UPDATE", "DELETE", False), (2, 25, None, "INSERT", "TRUNCATE", False),
+        (3, 3, 3, "INSERT", "TRUNCATE", False), (3, None, 28, "UPDATE", "UPDATE", False),
+        (3, 31, 28, "UPDATE", None, True), (4, 30, 30, "INSERT", None, True),
+    ], "id long, a long, b long, opened_by_op string, closed_by_op string, is_current boolean"), *cols)
+    # no overlap, no gap: a version ends where the next one of its key starts, unless a DELETE/TRUNCATE closed it
+    rows = sorted(h.collect(), key=lambda r: (r["id"], bytes(r["valid_from"])))
+    for a, b in zip(rows, rows[1:], strict=False):
+        if a["id"] == b["id"] and a["closed_by_op"] not in ("DELETE", "TRUNCATE"):
+            assert a["valid_to"] == b["valid_from"] and a["closed_by_event_id"] == b["opened_by_event_id"]
+    current = _versions(h.where("is_current"), "id", "a", "b")
+    assert current == _rows(res[tid("inc")])
+    bag = res.history[tid("bag")]
+    assert _versions(bag, "a", "opened_by_op", "closed_by_op", "is_current") == [
+        (1, "INSERT", "DELETE", False), (1, "INSERT", None, True), (1, "INSERT", None, True)]
+    assert res.summary["tables"][0]["apply"]["history_versions"] == 3
+
+
+def test_history_tracks_only_some_columns(spark, steps):
+    res = cdcnorm.apply(spark, steps["lake"], tables=["inc"], history=True, track_columns=["a"])
+    got = _versions(res.history[tid("inc")].where("id = 2"), "a", "b", "opened_by_op", "closed_by_op")
+    assert got == [(2, 2, "INSERT", "UPDATE"), (15, 18, "UPDATE", "DELETE"), (25, None, "INSERT", "TRUNCATE")]
+
+
+def test_as_of_a_position_and_a_time(spark, steps):
+    lake = steps["lake"]
+    changes = cdcnorm.read_changes(spark, lake).where("table = 'inc' and position = '20'").collect()
+    at = cdcnorm.apply(spark, lake, tables=["inc"], as_of=bytes(changes[0]["sort_key"]).hex())
+    assert _rows(at[tid("inc")]) == [(1, 10, 5), (3, 3, 3)]  # the delete@20 applied, nothing after it
+    none = cdcnorm.apply(spark, lake, tables=["inc"], as_of="1999-01-01T00:00:00Z")
+    assert list(none) == []

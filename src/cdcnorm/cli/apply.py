@@ -16,32 +16,61 @@ def apply_cmd(
     lake: LakeOpt,
     table: Annotated[list[str] | None, typer.Option("--table", help="Only these tables (table, schema.table or db.schema.table).")] = None,
     master: MasterOpt = None,
+    full: Annotated[bool, typer.Option("--full", help="Rebuild every table from all changes.")] = False,
+    history: Annotated[bool, typer.Option("--history", help="Also write SCD type 2 history under LAKE/history/.")] = False,
+    track_column: Annotated[list[str] | None, typer.Option("--track-column", help="History: only changes of these columns open a version.")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Write the state at a source time (ISO-8601) or position (sk:HEX) under LAKE/as_of/.")] = None,
 ) -> None:
-    """Build the current state of every source table under LAKE/current/."""
-    run_guarded(lambda: apply_command(lake, table, master))
+    """Bring the current state of every source table under LAKE/current/ up to date."""
+    run_guarded(lambda: apply_command(lake, table, master, full, history, track_column, as_of))
 
 
-def apply_command(lake: str, tables: list[str] | None, master: str | None) -> int:
-    """`cdcnorm apply --lake LAKE [--table T ...]`: write current-state tables and list them."""
+def apply_command(lake: str, tables: list[str] | None, master: str | None, full: bool = False,
+                  history: bool = False, track: list[str] | None = None, as_of: str | None = None) -> int:
+    """`cdcnorm apply --lake LAKE [--table T ...] [--full] [--history] [--as-of X]`: write tables and list them."""
     from cdcnorm.session import get_spark
     from cdcnorm.state import CURRENT, INDEX, apply
 
     check_lakes_exist(lake)
+    spark = get_spark(master, quiet=True)
+    if as_of is not None:
+        from cdcnorm.state.as_of import write_as_of
+
+        with console.status(f"computing the state as of {as_of}"):
+            written = write_as_of(spark, lake, as_of, tables or None)
+        for path, rows in written:
+            console.print(f"{path}  {rows} row(s)", highlight=False)
+        console.print(f"{len(written)} table(s) as of {as_of}", highlight=False)
+        return EXIT_OK
     with console.status("applying changes"):
-        result = apply(get_spark(master, quiet=True), lake, tables=tables or None)
+        result = apply(spark, lake, tables=tables or None, full=full, history=history, track_columns=track or None)
     summary = result.summary
     out = Table(title="current-state tables")
     for col, just in (("path", "left"), ("rows", "right"), ("columns", "right"), ("key", "left"),
-                      ("schema version", "left"), ("orphans ignored", "right")):
+                      ("schema version", "left"), ("orphans ignored", "right"), ("applied", "left")):
         out.add_column(col, justify=just, overflow="fold")
     for t in summary["tables"]:
         key = t["key_mode"] + (f" ({', '.join(t['key_columns'])})" if t["key_columns"] else "")
         out.add_row(f"{lake.rstrip('/')}/{t['path']}", str(t["rows"]), str(len(t["columns"])), key,
-                    t["schema_version"] or f"[dim]{t['schema_source']}[/dim]", str(t["orphan_updates_ignored"]))
+                    t["schema_version"] or f"[dim]{t['schema_source']}[/dim]", str(t["orphan_updates_ignored"]),
+                    _how(t.get("apply") or {}))
     console.print(out)
     tot = summary["totals"]
     ignored = ", ".join(f"{k} {v}" for k, v in tot["ignored_ops"].items()) or "none"
     console.print(f"{tot['tables']} table(s), {tot['rows']} row(s); orphan updates ignored: "
                   f"{tot['orphan_updates_ignored']}; non-data rows ignored: {ignored}; "
                   f"index: {lake.rstrip('/')}/{CURRENT}/{INDEX}", highlight=False)
+    for note in summary.get("notes") or []:
+        console.print(note, highlight=False)
     return EXIT_OK
+
+
+def _how(a: dict) -> str:
+    """`incremental, 1 file(s) rewritten` or `rebuilt (first apply)`, plus history versions when written."""
+    if not a:
+        return ""
+    text = (f"incremental: {a['changes']} change(s), {a['files_rewritten']} file(s) rewritten, "
+            f"{a['files_written']} written") if a["mode"] == "incremental" else f"rebuilt ({a['reason']})"
+    if "history_versions" in a:
+        text += f"; history {a['history_versions']} version(s)"
+    return text

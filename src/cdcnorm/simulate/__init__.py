@@ -18,7 +18,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from cdcnorm.simulate.delivery import QUIRKS, parse_quirks
+from cdcnorm.simulate.delivery import QUIRKS, late_files, parse_quirks
 from cdcnorm.simulate.formats import FORMATS
 from cdcnorm.simulate.history import START_US, Event, History, TableDef
 from cdcnorm.simulate.truth import (
@@ -29,6 +29,7 @@ from cdcnorm.simulate.truth import (
     final_columns,
     load_changes,
     load_truth,
+    load_versions,
     truth_kind,
 )
 
@@ -151,7 +152,7 @@ def simulate(out: str | Path, vendors: list[str] | tuple[str, ...] | str = ("all
         out=str(root), seed=seed, tables=tables, rows=rows, changes=changes,
         quirks=[q for q in QUIRKS if q in on], formats=vfs,
         source_tables=[_source_table(t, special) for t in defs],
-        vendor_formats={enc.vf: _vendor_format(enc, defs) for enc in encoders},
+        vendor_formats={enc.vf: _vendor_format(enc, defs, root, seed, "late_files" in on) for enc in encoders},
         events=dict(sorted(kinds.items())),
     )
     (root / "manifest.json").write_text(json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n",
@@ -204,9 +205,11 @@ def _source_table(t: TableDef, special: dict[str, dict[str, Any]]) -> dict[str, 
     }
 
 
-def _vendor_format(enc: Any, defs: tuple[TableDef, ...]) -> dict[str, Any]:
+def _vendor_format(enc: Any, defs: tuple[TableDef, ...], root: Path, seed: int, late: bool) -> dict[str, Any]:
     vf = enc.vf
     vendor, fmt = VENDOR_FORMATS[vf]
+    folder = root / vendor / fmt
+    files = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()] if late else []
     tables = {}
     for t in defs:
         types = {c.name: FORMATS[vf].vendor_type(t, c) for c in t.columns}
@@ -217,7 +220,8 @@ def _vendor_format(enc: Any, defs: tuple[TableDef, ...]) -> dict[str, Any]:
         }
     return {"vendor": vendor, "format": fmt, "input": f"{vendor}/{fmt}", "truth": f"truth/{vf}",
             "carries_truncate": vf in CARRIES_TRUNCATE, "carries_added_column": vf in CARRIES_ADDED_COLUMN,
-            "records": enc.counts["records"], "files": enc.counts["files"], "tables": tables}
+            "records": enc.counts["records"], "files": enc.counts["files"], "tables": tables,
+            "late_files": late_files(files, seed, vf)}
 
 
 def simulate_command(vendors: list[str], tables: int, rows: int, changes: int, seed: int, out: str,
@@ -237,5 +241,5 @@ def simulate_command(vendors: list[str], tables: int, rows: int, changes: int, s
     return 0
 
 
-__all__ = ["QUIRKS", "VENDOR_FORMATS", "Manifest", "load_changes", "load_truth", "resolve_formats", "simulate",
+__all__ = ["QUIRKS", "VENDOR_FORMATS", "Manifest", "load_changes", "load_truth", "load_versions", "resolve_formats", "simulate",
            "simulate_command"]

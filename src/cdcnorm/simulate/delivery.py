@@ -18,7 +18,10 @@ from typing import Any
 from fastavro import parse_schema
 from fastavro.write import Writer
 
-QUIRKS: tuple[str, ...] = ("duplicates", "out_of_order", "backfill_overlap", "far_halves", "heartbeats", "dt_before_md", "aliyun_json")
+QUIRKS: tuple[str, ...] = ("duplicates", "out_of_order", "backfill_overlap", "far_halves", "heartbeats", "dt_before_md",
+                           "aliyun_json", "late_files")
+LATE_RATE = 0.1
+"""late_files: share of a format's files delivered one step late."""
 
 SHUFFLE_WINDOW = 16
 """Out-of-order deliveries move a record at most about this many places."""
@@ -106,6 +109,13 @@ class Lane:
         self._flush()
         while self.dups:
             self.sink(heapq.heappop(self.dups)[2], True)
+
+
+def late_files(files: list[str], seed: int, vf: str) -> list[str]:
+    """late_files: the files (about LATE_RATE of them) a stepwise consumer receives one step after the files
+    written around them; the choice never draws from the history's or a lane's random stream."""
+    rng = lane_rng(seed, vf, "late_files")
+    return [f for f in sorted(files) if rng.random() < LATE_RATE]
 
 
 class Rotator:

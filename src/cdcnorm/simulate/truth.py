@@ -98,6 +98,8 @@ class TruthBuilder:
         self.removed_by_truncate: list[dict[tuple, dict[str, Any]]] = [{} for _ in self.defs]
         self.keyless = {t.index: open(self._keyless_path(t), "wb") for t in self.defs if t.insert_only}  # noqa: SIM115
         self.changes = open(self.out / "changes.jsonl", "wb") if write_changes else None  # noqa: SIM115
+        self.versions = open(self.out / "versions.jsonl", "wb")  # noqa: SIM115
+        self.open: list[dict[tuple, dict[str, Any]]] = [{} for _ in self.defs]
 
     def _keyless_path(self, t: TableDef) -> Path:
         return self.out / f".source_{t.name}.jsonl"
@@ -109,21 +111,50 @@ class TruthBuilder:
         if t.insert_only:
             if ev.after is not None:
                 self.keyless[t.index].write(dumps_tagged(ev.after) + b"\n")
+                self._version(t, ev, ev.after, None)
             return
         state = self.state[t.index]
         if ev.kind == "TRUNCATE":
             self.removed_by_truncate[t.index].update(state)
+            for key in list(state):
+                self._close(t, key, ev, "TRUNCATE")
             state.clear()
         elif ev.kind == "DDL":
             for row in state.values():
                 row.setdefault(ADDED_COLUMN.name, None)
         else:
+            moved = ev.before is not None and ev.after is not None and t.key_of(ev.before) != t.key_of(ev.after)
             if ev.before is not None:
                 state.pop(t.key_of(ev.before), None)
+                if ev.after is None or moved:  # a delete, or the old key of a key change
+                    self._close(t, t.key_of(ev.before), ev, "DELETE")
             if ev.after is not None:
-                state[t.key_of(ev.after)] = dict(ev.after)
+                key = t.key_of(ev.after)
+                state[key] = dict(ev.after)
+                self._close(t, key, ev, "UPDATE")
+                self._version(t, ev, ev.after, key, "INSERT" if moved else None)
+
+    # -- versions (SCD type 2 ground truth): one per change of a key, closed by the next change of the key --
+    def _version(self, t: TableDef, ev: Event, row: dict[str, Any], key: tuple | None, op: str | None = None) -> None:
+        v = {"table": t.name, "key": list(key) if key is not None else None, "seq_from": ev.seq,
+             "ts_from": EPOCH + dt.timedelta(microseconds=ev.ts_us), "opened_by": op or ev.kind, "row": dict(row),
+             "seq_to": None, "ts_to": None, "closed_by": None}
+        if key is None:
+            self.versions.write(dumps_tagged(v) + b"\n")
+        else:
+            self.open[t.index][key] = v
+
+    def _close(self, t: TableDef, key: tuple, ev: Event, how: str) -> None:
+        v = self.open[t.index].pop(key, None)
+        if v is not None:
+            v.update(seq_to=ev.seq, ts_to=EPOCH + dt.timedelta(microseconds=ev.ts_us), closed_by=how)
+            self.versions.write(dumps_tagged(v) + b"\n")
 
     def finish(self) -> None:
+        for t in self.defs:
+            for v in self.open[t.index].values():
+                self.versions.write(dumps_tagged(v) + b"\n")
+        self.versions.close()
         if self.changes is not None:
             self.changes.close()
         for fh in self.keyless.values():
@@ -164,6 +195,16 @@ def load_truth(out: str | Path, vendor_format: str) -> dict[str, list[dict[str, 
     return result
 
 
+def load_versions(out: str | Path) -> Iterator[dict[str, Any]]:
+    """Every version of every source row (`OUT/truth/versions.jsonl`): `table`, `key` (None for the keyless
+    table), `seq_from` / `ts_from`, `seq_to` / `ts_to` (None while current), `opened_by` (SNAPSHOT, INSERT,
+    UPDATE; INSERT for the new key of a key change), `closed_by` (UPDATE, DELETE, TRUNCATE, None) and `row`
+    (source values, before any vendor projection)."""
+    with open(Path(out) / "truth" / "versions.jsonl", "rb") as fh:
+        for line in fh:
+            yield untag(json.loads(line))
+
+
 def load_changes(out: str | Path) -> Iterator[dict[str, Any]]:
     """Stream the ordered source change list (`OUT/truth/changes.jsonl`) with typed values."""
     with open(Path(out) / "truth" / "changes.jsonl", "rb") as fh:
@@ -171,4 +212,4 @@ def load_changes(out: str | Path) -> Iterator[dict[str, Any]]:
             yield untag(json.loads(line))
 
 
-__all__ = ["VENDOR_FORMATS", "dumps", "load_changes", "load_truth", "project_row", "tag", "truth_kind"]
+__all__ = ["VENDOR_FORMATS", "dumps", "load_changes", "load_versions", "load_truth", "project_row", "tag", "truth_kind"]

@@ -10,10 +10,11 @@ rebuilds everything. Semantics: docs/apply.md.
 
 from __future__ import annotations
 
+import datetime as dt
 from contextlib import nullcontext
 
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from cdcnorm.errors import UsageError
@@ -26,34 +27,57 @@ from cdcnorm.state.run import ApplyResult
 
 
 def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write: bool = True,
-          full: bool = False, history: bool = False, track_columns: list[str] | None = None) -> ApplyResult:
+          full: bool = False, history: bool = False, track_columns: list[str] | None = None,
+          as_of: str | bytes | dt.datetime | None = None) -> ApplyResult:
     """Current state of every source table in `lake` (or those named in `tables`) as typed DataFrames.
 
     With `write`, each table's Delta table under `LAKE/current/` is brought up to date with the changes
     committed since its last apply (`full`: rebuilt from all changes), and the returned DataFrames read it.
     `history` also maintains the SCD type 2 tables under `LAKE/history/` (`track_columns`: only changes of these
     columns open a new version). Without `write`, the state is computed from all changes, persisted, and
-    nothing is written.
+    nothing is written. `as_of` (a source time, or a canonical position: the hex `sort_key`) computes the state
+    from the changes up to it instead (nothing is written; the command line writes it under `LAKE/as_of/`).
     """
     use_portable_parquet(spark)
     lk = Lake(spark, lake)
+    if as_of is not None:
+        return _compute(spark, lk, lake, tables, as_of_filter(as_of))
     with lk.writer("apply") if write else nullcontext():  # one writer per lake (cdcnorm.lake_lock)
         if not write:
             return _compute(spark, lk, lake, tables)
         return run.apply_lake(lk, tables, full=full, history=history, track_columns=track_columns)
 
 
-def _compute(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None) -> ApplyResult:
-    """write=False: every selected table from all of its changes, persisted, nothing written."""
+def as_of_filter(as_of: str | bytes | dt.datetime) -> Column:
+    """The changes up to a point: `sort_key <= P` for a position (bytes, `sk:HEX`, or a hex string longer than
+    eight digits), else `source_ts <= T` for an ISO-8601 time (a time without a zone is UTC)."""
+    if isinstance(as_of, bytes | bytearray):
+        return F.col("sort_key") <= F.lit(bytes(as_of))
+    if isinstance(as_of, dt.datetime):
+        t = as_of if as_of.tzinfo else as_of.replace(tzinfo=dt.UTC)
+        return F.col("source_ts") <= F.lit(t)
+    text = as_of.strip()
+    if text.lower().startswith("sk:") or (len(text) > 8 and all(c in "0123456789abcdefABCDEF" for c in text)):
+        return as_of_filter(bytes.fromhex(text[3:] if text.lower().startswith("sk:") else text))
+    try:
+        return as_of_filter(dt.datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except ValueError:
+        raise UsageError(f"--as-of {as_of!r} is neither an ISO-8601 time nor a hex sort_key (sk:HEX)") from None
+
+
+def _compute(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None,
+             where: Column | None = None) -> ApplyResult:
+    """write=False / as_of: every selected table from all of its changes (up to `where`), persisted, nothing
+    written."""
     selected = name_filter(tables)
-    changes = run.prepared(lk.changes())
+    changes = run.prepared(lk.changes() if where is None else lk.changes().where(where))
     schemas = lk.schemas()
     if selected is not None:
         changes, schemas = changes.where(selected), schemas.where(selected)
     latest = latest_schemas(schemas)
     stats = table_stats(changes, set(latest))
     plans = plan_tables(stats, latest)
-    if tables and not plans:
+    if tables and not plans and where is None:
         raise UsageError(f"No table in {lake} matches {', '.join(tables)} (give table, schema.table or db.schema.table).")
     frames, cached = {}, []
     for plan in plans:

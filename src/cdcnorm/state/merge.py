@@ -60,7 +60,7 @@ def keyed_entries(rows: DataFrame) -> DataFrame:
     """One entry per change: its group key, and the columns it carries (missing columns dropped)."""
     op = F.col("op")
     df = rows.select(
-        "_tid", "_mode", "_pks", "op", "sort_key", "key_bytes", "missing_columns",
+        "_tid", "_mode", "_pks", "op", "sort_key", "key_bytes", "missing_columns", "event_id", "source_ts",
         _as_image(F.col("after")).alias("_after"), _as_image(F.col("key")).alias("_keymap"),
         _as_image(F.col("before")).alias("_before"),
     )
@@ -70,14 +70,15 @@ def keyed_entries(rows: DataFrame) -> DataFrame:
     keyable = F.exists("_kv", lambda v: v.isNotNull() & ~F.is_variant_null(v))
     gkey = F.when(F.col("_mode") == "event", F.col("key_bytes")).when(keyable, F.to_json("_kv").cast("binary"))
     missing = F.coalesce(F.col("missing_columns"), F.array().cast("array<string>"))
-    df = df.select("_tid", "op", "sort_key", gkey.alias("_gkey"), "_keymap",
+    df = df.select("_tid", "op", "sort_key", "event_id", "source_ts", gkey.alias("_gkey"), "_keymap",
                    F.map_filter("_after", lambda k, _v: ~F.array_contains(missing, k)).alias("_present"))
     present, keymap = F.col("_present"), F.col("_keymap")
     extra = F.map_filter(keymap, lambda k, _v: present.isNull() | ~F.map_contains_key(present, k))
     image = (F.when(op == "DELETE", F.lit(None))
              .when(keymap.isNull(), present).when(present.isNull(), keymap)
              .otherwise(F.map_concat(extra, present)))
-    return df.where(F.col("_gkey").isNotNull()).select("_tid", "_gkey", "op", "sort_key", image.alias("_img"))
+    return df.where(F.col("_gkey").isNotNull()).select("_tid", "_gkey", "op", "sort_key", image.alias("_img"),
+                                                       "event_id", "source_ts")
 
 
 def _keyless_entries(rows: DataFrame) -> DataFrame:

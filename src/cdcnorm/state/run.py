@@ -56,10 +56,13 @@ from cdcnorm.state.write import output_schema, typed_keyless
 class ApplyResult(dict):
     """`{TableId: DataFrame}` of current-state tables, plus `summary` (what was written and counted)."""
 
-    def __init__(self, frames: dict[TableId, DataFrame], summary: dict[str, Any], cached: list[DataFrame] | None = None):
+    def __init__(self, frames: dict[TableId, DataFrame], summary: dict[str, Any], cached: list[DataFrame] | None = None,
+                 history: dict[TableId, DataFrame] | None = None):
         super().__init__(frames)
         self.summary = summary
         self._cached = cached or []
+        self.history = history or {}
+        """With `history=True`: each table's SCD type 2 versions (read from `LAKE/history/...`)."""
 
     def unpersist(self) -> None:
         """Free the persisted state behind `write=False` views (they recompute if used afterwards)."""
@@ -134,11 +137,19 @@ def apply_lake(lk: Lake, tables: list[str] | None, full: bool = False, history: 
     if tables and not plans:
         raise UsageError(f"No table in {lk.path} matches {', '.join(tables)} (give table, schema.table or db.schema.table).")
     ordered = [plans[t] for t in sorted(plans, key=lambda t: tuple("" if v is None else v for v in t))]
+    if history:
+        write_history(lk, cut, ordered, track_columns)
     summary = build_summary(lk.path, ordered, {**seen, **{p.hid: p.stats for p in ordered}})
     summary["notes"] = notes
     write_index(lk, summary, replace_all=not tables)
     frames = {p.tid: user_columns(read_table(lk.spark, _current(lk, p))) for p in ordered}
-    return ApplyResult(frames, summary)
+    hist = {}
+    if history:
+        from cdcnorm.state.paths import HISTORY
+
+        hist = {p.tid: read_table(lk.spark, target(lk.spark, lk.path, p.tid, history_schema(p), HISTORY,
+                                                   lk.storage_options)) for p in ordered}
+    return ApplyResult(frames, summary, history=hist)
 
 
 # -- which tables, from where -----------------------------------------------------------------------------------
@@ -320,3 +331,51 @@ def _bookmark(cut: Cut, plan: TablePlan) -> dict[str, Any]:
 
 
 __all__ = ["ApplyResult", "apply_lake", "prepared", "spark_type", "table_state"]
+
+
+# -- history ------------------------------------------------------------------------------------------------------
+def history_schema(plan: TablePlan):
+    from pyspark.sql import types as T
+
+    extra = [T.StructField("valid_from", T.BinaryType()), T.StructField("valid_to", T.BinaryType()),
+             T.StructField("valid_from_ts", T.TimestampType()), T.StructField("valid_to_ts", T.TimestampType()),
+             T.StructField("is_current", T.BooleanType()), T.StructField("opened_by_op", T.StringType()),
+             T.StructField("opened_by_event_id", T.StringType()), T.StructField("closed_by_op", T.StringType()),
+             T.StructField("closed_by_event_id", T.StringType()), T.StructField(KEY, T.StringType())]
+    return output_schema(plan, extra)
+
+
+def table_history(changes: DataFrame, plan: TablePlan, track: list[str] | None) -> DataFrame:
+    """One table's SCD type 2 versions from all of its (prepared) changes (:mod:`cdcnorm.state.history`)."""
+    from dataclasses import replace
+
+    from cdcnorm.state.history import keyed_history, keyless_history
+
+    rows = applicable(changes, [replace(plan, truncated_at=None)])
+    if plan.key_mode == "keyless":
+        return keyless_history(plan, rows)
+    truncs = [(bytes(r["sort_key"]), r["source_ts"], r["event_id"]) for r in  # metadata: one row per TRUNCATE
+              changes.where(F.col("op") == "TRUNCATE").select("sort_key", "source_ts", "event_id").collect()]
+    names = {c.name for c in plan.columns}
+    tracked = [c for c in track if c in names] if track else None
+    return keyed_history(plan, keyed_entries(rows), sorted(truncs, key=lambda t: t[0]), tracked or None)
+
+
+def write_history(lk: Lake, cut: Cut, plans: list[TablePlan], track: list[str] | None) -> None:
+    """Each table's history under `LAKE/history/`, recomputed from its changes (one Delta overwrite per table)."""
+    from cdcnorm.state.paths import HISTORY
+
+    if not plans:
+        return
+    changes = prepared(lk.changes()).where(F.col("_tid").isin(*[p.hid for p in plans]))
+    changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
+    for plan in plans:
+        h = table_history(changes.where(F.col("_tid") == plan.hid), plan, track).persist(StorageLevel.MEMORY_AND_DISK)
+        n = h.count()
+        ref = target(lk.spark, lk.path, plan.tid, history_schema(plan), HISTORY, lk.storage_options)
+        adds = write_sorted(h, ref, f"apply-v{cut.changes}-{secrets.token_hex(4)}", n) if n else []
+        old = len(file_ranges(ref))
+        commit(ref, adds, [], cut.changes, {"changes": cut.changes, "versions": n, "track": track}, overwrite=True)
+        plan.applied.update({"history_versions": n, "history_files_rewritten": old, "history_files_written": len(adds)})
+        h.unpersist()
+    changes.unpersist()
