@@ -55,10 +55,12 @@ def run_format(spark, root, vf: str, points: int) -> list[str]:
 
 
 def test_incremental_history_as_of_one_format(spark, tmp_path):
-    assert run_format(spark, tmp_path, FAST, points=4) == []
+    problems = run_format(spark, tmp_path, FAST, points=4)
+    assert problems == [], "\n".join(problems)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("vf", list(VENDOR_FORMATS))
 def test_incremental_history_as_of_every_format(spark, tmp_path, vf):
-    assert run_format(spark, tmp_path, vf, points=20) == []
+    problems = run_format(spark, tmp_path, vf, points=20)
+    assert problems == [], "\n".join(problems)

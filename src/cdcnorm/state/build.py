@@ -14,7 +14,7 @@ import datetime as dt
 from contextlib import nullcontext
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdcnorm.errors import UsageError
@@ -48,14 +48,13 @@ def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write
         return run.apply_lake(lk, tables, full=full, history=history, track_columns=track_columns)
 
 
-def as_of_filter(as_of: str | bytes | dt.datetime) -> Column:
+def as_of_filter(as_of: str | bytes | dt.datetime) -> Column | dt.datetime:
     """The changes up to a point: `sort_key <= P` for a position (bytes, `sk:HEX`, or a hex string longer than
-    eight digits), else `source_ts <= T` for an ISO-8601 time (a time without a zone is UTC)."""
+    eight digits); for an ISO-8601 time (a time without a zone is UTC), the time itself (see :func:`_up_to`)."""
     if isinstance(as_of, bytes | bytearray):
         return F.col("sort_key") <= F.lit(bytes(as_of))
     if isinstance(as_of, dt.datetime):
-        t = as_of if as_of.tzinfo else as_of.replace(tzinfo=dt.UTC)
-        return F.col("source_ts") <= F.lit(t)
+        return as_of if as_of.tzinfo else as_of.replace(tzinfo=dt.UTC)
     text = as_of.strip()
     if text.lower().startswith("sk:") or (len(text) > 8 and all(c in "0123456789abcdefABCDEF" for c in text)):
         return as_of_filter(bytes.fromhex(text[3:] if text.lower().startswith("sk:") else text))
@@ -65,12 +64,25 @@ def as_of_filter(as_of: str | bytes | dt.datetime) -> Column:
         raise UsageError(f"--as-of {as_of!r} is neither an ISO-8601 time nor a hex sort_key (sk:HEX)") from None
 
 
+def _up_to(changes: DataFrame, where: Column | dt.datetime | None) -> DataFrame:
+    """The changes up to a point. A time T is the position of each table's last change with `source_ts <= T`:
+    canonical order, not source times, decides (snapshot rows, whose source time may be missing or the time of
+    the backfill, come before every log change, as everywhere in apply). One row per table reaches a join."""
+    if where is None:
+        return changes
+    if isinstance(where, Column):
+        return changes.where(where)
+    last = (changes.where(F.col("source_ts") <= F.lit(where)).groupBy("_tid")
+            .agg(F.max("sort_key").alias("_upto")))
+    return changes.join(F.broadcast(last), "_tid").where(F.col("sort_key") <= F.col("_upto")).drop("_upto")
+
+
 def _compute(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None,
-             where: Column | None = None) -> ApplyResult:
+             where: Column | dt.datetime | None = None) -> ApplyResult:
     """write=False / as_of: every selected table from all of its changes (up to `where`), persisted, nothing
     written."""
     selected = name_filter(tables)
-    changes = run.prepared(lk.changes() if where is None else lk.changes().where(where))
+    changes = _up_to(run.prepared(lk.changes()), where)
     schemas = lk.schemas()
     if selected is not None:
         changes, schemas = changes.where(selected), schemas.where(selected)

@@ -49,7 +49,7 @@ from cdcnorm.state.target import (
     user_columns,
     write_sorted,
 )
-from cdcnorm.state.types import OutputColumn, spark_type
+from cdcnorm.state.types import OutputColumn
 from cdcnorm.state.write import output_schema, typed_keyless
 
 
@@ -231,8 +231,8 @@ def _apply_batch(lk: Lake, cut: Cut, plan: TablePlan, bm: dict[str, Any], change
     entries = entries.select("_gkey", "op", "sort_key", "_img", F.hex("_gkey").alias(KEY)).persist(StorageLevel.MEMORY_AND_DISK)
     everything = plan.truncated_at != bm["stats"].get("truncated_at")  # a new truncate touches every row
     ranges, tranges = file_ranges(cur), file_ranges(tomb)
-    touched = ranges if everything else keyed_touched(lk, ranges, entries)
-    ttouched = tranges if everything else keyed_touched(lk, tranges, entries)
+    touched = ranges if everything else touched_files(lk.spark, ranges, entries)
+    ttouched = tranges if everything else touched_files(lk.spark, tranges, entries)
     state = read_files(lk.spark, cur, [f"{cur.uri}/{f['path']}" for f in touched]) if touched else None
     tombs = read_files(lk.spark, tomb, [f"{tomb.uri}/{f['path']}" for f in ttouched]) if ttouched else None
     m = keyed.merged(plan, entries.drop(KEY), state, tombs).persist(StorageLevel.MEMORY_AND_DISK)
@@ -252,10 +252,6 @@ def _apply_batch(lk: Lake, cut: Cut, plan: TablePlan, bm: dict[str, Any], change
         plan.applied["files_written"] += len(adds)
     m.unpersist()
     entries.unpersist()
-
-
-def keyed_touched(lk: Lake, ranges, entries: DataFrame):
-    return touched_files(lk.spark, ranges, entries)
 
 
 def _counts(m: DataFrame) -> tuple[int, int]:
@@ -330,7 +326,7 @@ def _bookmark(cut: Cut, plan: TablePlan) -> dict[str, Any]:
             "rows": plan.rows}
 
 
-__all__ = ["ApplyResult", "apply_lake", "prepared", "spark_type", "table_state"]
+__all__ = ["ApplyResult", "apply_lake", "prepared", "table_history", "table_state"]
 
 
 # -- history ------------------------------------------------------------------------------------------------------
