@@ -8,6 +8,8 @@
    sort_key, deletes dropped, columns typed, written as one Delta table); outputs asserted equal. Target <= 1.5.
 3. The incremental apply again with `history=True`: its overhead.
 
+The table has a schema version (columns typed from it, as for vendors that send schemas) and full images.
+
 Usage: python benchmarks/apply_incremental.py [--rows 1000000] [--changes 10000] [--repeat 3] [--work .bench]
 """
 
@@ -55,10 +57,23 @@ def changes(spark, first: int, n: int, op: str, seq0: int):
                          for f in canonical_schema().fields]).withColumn("capture_ts", F.col("source_ts"))
 
 
-def commit(spark, lake: str, df) -> None:
+def schema_version(spark):
+    """The table's schema version (as a vendor with schemas sends it): columns are typed from it."""
+    import datetime as dt
+
+    from cdcnorm.canonical.schema import schema_versions_schema
+
+    cols = [("id", "BIGINT", "bigint", 1, 1, False), ("name", "VARCHAR", "string", 2, None, True),
+            ("amount", "DECIMAL(4,2)", "decimal(4,2)", 3, None, True), ("qty", "BIGINT", "bigint", 4, None, True)]
+    row = ("datastream", "bench-apply", "mysql", "bench", None, "t", "1", cols,
+           dt.datetime(2023, 1, 1, tzinfo=dt.UTC), None, "bench-apply-t-1")
+    return spark.createDataFrame([row], schema_versions_schema())
+
+
+def commit(spark, lake: str, df, schemas=None) -> None:
     from cdcnorm.lake import write_run
 
-    write_run(spark, lake, df, None, {"vendor": "datastream", "input_kind": "derived"})
+    write_run(spark, lake, df, schemas, {"vendor": "datastream", "input_kind": "derived"})
 
 
 def handwritten(spark, lake: str, out: str):
@@ -97,7 +112,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     spark = bench.spark_session(args.master, args.driver_memory)
     base = str(work / "base")
     Lake(spark, base, create=True)
-    commit(spark, base, changes(spark, 0, args.rows, "INSERT", 0))
+    commit(spark, base, changes(spark, 0, args.rows, "INSERT", 0), schema_version(spark))
     with bench.baselines.CpuMeter() as m:
         cdcnorm.apply(spark, base)
     print(f"  base: {args.rows:,} rows applied once ({m.seconds:.1f} CPU s)", flush=True)
@@ -109,7 +124,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shutil.copytree(base, big)
         Lake(spark, empty, create=True)
         for lk in (big, empty):
-            commit(spark, lk, changes(spark, newest, args.changes, "UPDATE", args.rows))
+            commit(spark, lk, changes(spark, newest, args.changes, "UPDATE", args.rows),
+                   schema_version(spark) if lk == empty else None)
         order = [("empty", empty), ("big", big)][:: 1 - 2 * (i % 2)]
         out = {name: bench.measured(one, name, lambda lk=lk: cdcnorm.apply(spark, lk)) for name, lk in order}
         entry = out["big"].summary["tables"][0]

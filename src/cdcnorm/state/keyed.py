@@ -27,9 +27,12 @@ def _q(name: str) -> Column:
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def merged(plan: TablePlan, changes: DataFrame, state: DataFrame | None, tombstones: DataFrame | None) -> DataFrame:
+def merged(plan: TablePlan, changes: DataFrame, state: DataFrame | None, tombstones: DataFrame | None,
+           ranges: int | None = None) -> DataFrame:
     """Typed columns + `_cdc_*` + `_live` per key. `changes`: :func:`cdcnorm.state.merge.keyed_entries` of one
-    table (`_gkey, op, sort_key, _img`); `state` / `tombstones`: rows of the touched target files (or None)."""
+    table (`_gkey, op, sort_key, _img`); `state` / `tombstones`: rows of the touched target files (or None).
+    `ranges`: shuffle by key range into that many partitions, sorted, so the result is written as it comes
+    (:func:`cdcnorm.state.target.write_sorted` with `presorted`) without a second shuffle."""
     cols = plan.columns
     parts = [_batch(changes, cols)]
     if state is not None:
@@ -40,6 +43,8 @@ def merged(plan: TablePlan, changes: DataFrame, state: DataFrame | None, tombsto
     for p in parts[1:]:
         entries = entries.unionByName(p)
     trunc = F.lit(plan.truncated_at).cast("binary")
+    if ranges:
+        entries = entries.repartitionByRange(ranges, KEY)
     entries = entries.withColumn("_D", F.max("_del").over(Window.partitionBy(KEY)))
     reset = F.greatest(F.col("_D"), trunc)
     after = lambda c: F.when(reset.isNull() | (c > reset), c)  # noqa: E731
@@ -58,8 +63,9 @@ def merged(plan: TablePlan, changes: DataFrame, state: DataFrame | None, tombsto
     else:
         col_sks = F.lit(None).cast("map<string,binary>")
     deleted = F.when(trunc.isNull() | (F.col("_D") > trunc), F.col("_D"))
-    return out.select(*[_q(c.name) for c in cols], KEY, SORT_KEY, deleted.alias(DELETED_AT),
-                      col_sks.alias(COLUMN_SORT_KEYS), row_sk.isNotNull().alias("_live"))
+    out = out.select(*[_q(c.name) for c in cols], KEY, SORT_KEY, deleted.alias(DELETED_AT),
+                     col_sks.alias(COLUMN_SORT_KEYS), row_sk.isNotNull().alias("_live"))
+    return out.sortWithinPartitions(KEY) if ranges else out
 
 
 def live_rows(merged_df: DataFrame) -> DataFrame:

@@ -37,6 +37,7 @@ from cdcnorm.state.plan import (
     table_stats,
 )
 from cdcnorm.state.target import (
+    FILE_ROWS,
     KEY,
     META_FIELDS,
     TOMBSTONE_SCHEMA,
@@ -81,19 +82,29 @@ class Cut:
 
 
 def prepared(changes: DataFrame) -> DataFrame:
-    """Changes as apply takes them: each event id once, superseded orphans dropped, with the table hash."""
-    df = changes.dropDuplicates(["event_id"])
+    """Changes as apply takes them: superseded orphans dropped, with the table hash.
+
+    A redelivery that reached the lake twice (older than the dedup window) is not removed here: applying the
+    same event twice to a keyed table changes nothing (same `sort_key`, same values, the merge keeps one), so
+    the whole-lake shuffle a `dropDuplicates` costs is spent only where a copy would count: keyless tables and
+    history (:func:`once`)."""
+    df = changes
     if "supersedes" in df.columns:
         gone = df.where(F.col("supersedes").isNotNull()).select(F.col("supersedes").alias("event_id")).distinct()
         df = df.join(gone, "event_id", "left_anti")
     return df.withColumn("_tid", table_hash())
 
 
+def once(rows: DataFrame) -> DataFrame:
+    """Each event id once (keyless tables and history, where a second copy would count)."""
+    return rows.dropDuplicates(["event_id"])
+
+
 def table_state(changes: DataFrame, plan: TablePlan) -> DataFrame:
     """One table's current state from all of its (prepared) changes, user columns only (compute, no write)."""
     rows = applicable(changes, [plan])
     if plan.key_mode == "keyless":
-        return typed_keyless(keyless_state(rows), plan)
+        return typed_keyless(keyless_state(once(rows)), plan)
     return keyed.live_rows(keyed.merged(plan, keyed_entries(rows), None, None)).drop(*[f.name for f in META_FIELDS])
 
 
@@ -274,9 +285,10 @@ def _rebuild(lk: Lake, cut: Cut, selected, latest, bookmarks, rebuild: dict[Tabl
         hids = sorted({bookmarks[t]["hid"] if t in bookmarks else h for t, (_, h) in rebuild.items()} - {None})
         changes = changes.where(F.col("_tid").isin(*hids))
         schemas_only = {h for h in latest if h in hids}
-    changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
     stats = table_stats(changes, set(latest))
     seen.update(stats)
+    if len(stats) > 1:  # several tables read the same changes: keep them once instead of scanning per table
+        changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
     for plan in plan_tables(stats, {h: latest[h] for h in schemas_only}):
         if not everything and plan.tid not in rebuild and plan.tid in bookmarks:
             continue
@@ -294,15 +306,16 @@ def _rebuild_table(lk: Lake, cut: Cut, plan: TablePlan, changes: DataFrame, why:
     old = len(file_ranges(cur)) + len(file_ranges(tomb))
     rows = applicable(changes, [plan])
     if plan.key_mode == "keyless":
-        state = typed_keyless(keyless_state(rows), plan, with_meta=True).persist(StorageLevel.MEMORY_AND_DISK)
+        state = typed_keyless(keyless_state(once(rows)), plan, with_meta=True).persist(StorageLevel.MEMORY_AND_DISK)
         live, dead, m = state.count(), 0, state
         live_df = state
     else:
-        m = keyed.merged(plan, keyed_entries(rows), None, None).persist(StorageLevel.MEMORY_AND_DISK)
+        parts = max(1, -(-int(plan.stats.get("row_changes") or 0) // FILE_ROWS))
+        m = keyed.merged(plan, keyed_entries(rows), None, None, parts).persist(StorageLevel.MEMORY_AND_DISK)
         live, dead = _counts(m)
         live_df = keyed.live_rows(m)
     plan.rows = live
-    adds = write_sorted(live_df, cur, prefix, live) if live else []
+    adds = write_sorted(live_df, cur, prefix, live, presorted=plan.key_mode != "keyless") if live else []
     commit(cur, adds, [], cut.changes, _bookmark(cut, plan), overwrite=True)
     tadds = write_sorted(keyed.tombstone_rows(m), tomb, prefix, dead) if dead else []
     commit(tomb, tadds, [], cut.changes, None, overwrite=True)
@@ -347,7 +360,7 @@ def table_history(changes: DataFrame, plan: TablePlan, track: list[str] | None) 
 
     from cdcnorm.state.history import keyed_history, keyless_history
 
-    rows = applicable(changes, [replace(plan, truncated_at=None)])
+    rows = once(applicable(changes, [replace(plan, truncated_at=None)]))
     if plan.key_mode == "keyless":
         return keyless_history(plan, rows)
     truncs = [(bytes(r["sort_key"]), r["source_ts"], r["event_id"]) for r in  # metadata: one row per TRUNCATE

@@ -110,12 +110,15 @@ def touched_files(spark: SparkSession, ranges: list[dict[str, Any]], keys: DataF
 
 
 # -- writing and committing -------------------------------------------------------------------------------------
-def write_sorted(df: DataFrame, table: DeltaTableRef, prefix: str, rows: int) -> list[AddAction]:
+def write_sorted(df: DataFrame, table: DeltaTableRef, prefix: str, rows: int, presorted: bool = False) -> list[AddAction]:
     """Write rows as key-sorted files of disjoint `_cdc_key` ranges (at most FILE_ROWS rows each) under
-    `<table>/<prefix>/`; add actions carry the `_cdc_key` range. `rows` is an upper estimate of the row count."""
+    `<table>/<prefix>/`; add actions carry the `_cdc_key` range. `rows` is an upper estimate of the row count;
+    `presorted`: `df` is already range-partitioned and sorted by `_cdc_key`."""
     names = [f.name for f in table.schema.fields]
     parts = max(1, math.ceil(rows / FILE_ROWS))
-    out = df.select(*[F.col(f"`{n}`") for n in names]).repartitionByRange(parts, KEY).sortWithinPartitions(KEY)
+    out = df.select(*[F.col("`" + n.replace("`", "``") + "`") for n in names])
+    if not presorted:
+        out = out.repartitionByRange(parts, KEY).sortWithinPartitions(KEY)
     out.write.mode("error").option("maxRecordsPerFile", FILE_ROWS).parquet(f"{table.uri}/{prefix}")
     return written_adds(df.sparkSession, table, prefix, [KEY])
 
