@@ -1,9 +1,12 @@
-"""`cdcnorm apply`: current-state tables rebuilt from the canonical lake (package `state`, so the function
-`cdcnorm.apply` keeps its name).
+"""`cdcnorm apply`: current-state Delta tables maintained from the canonical lake, history and point-in-time
+state (package `state`, so the function `cdcnorm.apply` keeps its name).
 
 One job per module: :mod:`.paths` (where each table is written), :mod:`.types` (canonical types -> Spark types),
-:mod:`.plan` (schema version, key mode and columns per table; metadata only), :mod:`.merge` (the live rows in one
-shuffle), :mod:`.write` (typed Parquet tables), :mod:`.index` (summary and `LAKE/current/_tables.json`) and
+:mod:`.plan` (schema version, key mode and columns per table; metadata only), :mod:`.merge` (entries per row key),
+:mod:`.keyed` (the merge of state, tombstones and new changes), :mod:`.write` (typed rows), :mod:`.target` (the
+Delta targets: layout, touched files, commits, bookmarks), :mod:`.batch` (the changes since a bookmark),
+:mod:`.bookmark` (plans and counts across applies), :mod:`.history` (SCD type 2), :mod:`.as_of` (state at a
+point), :mod:`.index` (summary and `LAKE/current/_tables.json`), :mod:`.run` (one apply with writes) and
 :mod:`.build` (the :func:`apply` that runs them). Semantics: docs/apply.md.
 """
 

@@ -1,8 +1,8 @@
-"""The live rows of every table in one shuffle by (table, row key): the heart of `cdcnorm apply`.
+"""The changes `cdcnorm apply` takes, as entries per row key: which changes apply, their group key and image.
 
-Every applicable change of every table is repartitioned once by (table, group key); the latest value of each
-column since the key's last reset (DELETE, or the table's last TRUNCATE) is picked by `sort_key`, generically
-over the images as `map<string, variant>`, so the number of tables never multiplies the work.
+Keyed tables: one entry per change with its group key and the columns it carries as `map<string, variant>`
+(uncaptured columns dropped, key columns the image lacks taken from the change's key), merged by
+:mod:`cdcnorm.state.keyed`. Keyless tables: +-1 per row image and a running count that never drops below zero.
 """
 
 from __future__ import annotations
@@ -27,24 +27,6 @@ def applicable(changes: DataFrame, plans: list[TablePlan]) -> DataFrame:
     return (changes.where(op.isin(*ROW_OPS) & ~((op == "UPDATE") & F.col("after").isNull()))
             .join(F.broadcast(params), "_tid")
             .where(F.col("_trunc").isNull() | (F.col("sort_key") > F.col("_trunc"))))
-
-
-def live_state(changes: DataFrame, plans: list[TablePlan]) -> DataFrame:
-    """`_tid, _gkey, values (map<string, variant>), _n (row multiplicity)` of every live row.
-
-    Each change is shuffled once, by (table, group key); keyed and keyless tables take separate branches
-    (disjoint rows), built only when such tables exist.
-    """
-    rows = applicable(changes, plans)
-    modes = {p.key_mode for p in plans}
-    parts = []
-    if modes - {"keyless"}:
-        entries = keyed_entries(rows.where(F.col("_mode") != "keyless"))
-        parts.append(_merge_keyed(entries.repartition("_tid", "_gkey")))
-    if "keyless" in modes:
-        entries = _keyless_entries(rows.where(F.col("_mode") == "keyless"))
-        parts.append(_count_keyless(entries.repartition("_tid", "_gkey")))
-    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 
 def keyless_state(rows: DataFrame) -> DataFrame:
@@ -93,19 +75,6 @@ def _keyless_entries(rows: DataFrame) -> DataFrame:
         "_tid", "sort_key", F.to_json(F.col("e.v")).cast("binary").alias("_gkey"),
         F.col("e.sub").alias("_sub"), F.col("e.sign").alias("_sign"), _as_image(F.col("e.v")).alias("_img"),
     )
-
-
-def _merge_keyed(entries: DataFrame) -> DataFrame:
-    """Per key: each column's last present value after the key's last DELETE; no change after it, no row."""
-    w = Window.partitionBy("_tid", "_gkey")
-    sk = F.col("sort_key")
-    marked = entries.withColumn("_del", F.max(F.when(F.col("op") == "DELETE", sk)).over(w))
-    live = marked.where((F.col("op") != "DELETE") & (F.col("_del").isNull() | (sk > F.col("_del"))))
-    cells = live.select("_tid", "_gkey", "sort_key", F.explode_outer("_img").alias("_col", "_val"))
-    per_col = cells.groupBy("_tid", "_gkey", "_col").agg(F.max_by("_val", "sort_key").alias("_val"))
-    entry = F.when(F.col("_col").isNotNull(), F.struct(F.col("_col").alias("k"), F.col("_val").alias("v")))
-    return (per_col.groupBy("_tid", "_gkey").agg(F.map_from_entries(F.collect_list(entry)).alias("values"))
-            .withColumn("_n", F.lit(1).cast("long")))
 
 
 def _count_keyless(entries: DataFrame) -> DataFrame:
