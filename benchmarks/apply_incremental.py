@@ -132,10 +132,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         one["big_apply"] = entry["apply"]
         assert entry["apply"]["mode"] == "incremental" and entry["rows"] == args.rows
         hist_lake = str(work / f"hist-{i}")
-        shutil.copytree(base, hist_lake)
-        commit(spark, hist_lake, changes(spark, newest, args.changes, "UPDATE", args.rows))
-        h = bench.measured(one, "history", lambda lk=hist_lake: cdcnorm.apply(spark, lk, history=True))
-        one["history_apply"] = h.summary["tables"][0]["apply"]
+        if not args.skip_history:
+            shutil.copytree(base, hist_lake)
+            commit(spark, hist_lake, changes(spark, newest, args.changes, "UPDATE", args.rows))
+            h = bench.measured(one, "history", lambda lk=hist_lake: cdcnorm.apply(spark, lk, history=True))
+            one["history_apply"] = h.summary["tables"][0]["apply"]
+        else:
+            one["history_s"] = one["history_cpu"] = float("nan")
         res["runs"].append(one)
         print(f"  run {i + 1}: onto empty {one['empty_s']:.1f} s ({one['empty_cpu']:.1f} CPU s); onto "
               f"{args.rows:,} rows {one['big_s']:.1f} s ({one['big_cpu']:.1f} CPU s), rewrote "
@@ -147,6 +150,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         med = {n: statistics.median(r[f"{n}_{kind}"] for r in res["runs"]) for n in ("big", "empty", "history")}
         res[f"ratio_incremental_{kind}"] = med["big"] / med["empty"]
         res[f"history_overhead_{kind}"] = med["history"] / med["big"]
+    if args.skip_full:
+        res["ratio_full_cpu"] = float("nan")
+        print(f"incremental / empty: {res['ratio_incremental_cpu']:.2f}x CPU, {res['ratio_incremental_s']:.2f}x wall "
+              f"(target <= {TARGET})", flush=True)
+        return res
     # full apply vs a hand-written window query, on the lake with 1 M + 10 k changes
     full_lake = str(work / "full")
     shutil.copytree(base, full_lake)
@@ -178,11 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default=".bench")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--driver-memory", default="2g")
+    ap.add_argument("--skip-full", action="store_true", help="skip the full apply vs hand-written comparison")
+    ap.add_argument("--skip-history", action="store_true", help="skip the --history run")
     args = ap.parse_args(argv)
     res = run(args)
     out = Path(args.work) / "apply_incremental.json"
     out.write_text(json.dumps(res, indent=2, default=str))
-    ok = res["ratio_incremental_cpu"] <= TARGET and res["ratio_full_cpu"] <= TARGET
+    ok = res["ratio_incremental_cpu"] <= TARGET and not res["ratio_full_cpu"] > TARGET
     print(f"{'OK' if ok else 'OVER TARGET'}: {out}")
     return 0
 
