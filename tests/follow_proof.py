@@ -88,7 +88,7 @@ class Killed:
     how: str  # "at <point>" | "after <s> s" (random time after the process's first batch)
     returncode: int
     seconds: float
-    batches: int  # progress lines this process wrote before it died
+    batches: int  # progress lines this process wrote before it died (batches, and a "ready" line)
 
 
 @dataclass
@@ -104,9 +104,10 @@ class KillLog:
 
 
 def run_killed(cmd: list[str], progress: Path, log: Path, *, point: str | None = None, delay: float | None = None,
-               timeout: float = 300, idle: float = 90) -> Killed:
+               timeout: float = 600, idle: float = 300) -> Killed:
     """Start `cmd` (a follow process) in its own process group and kill -9 the whole group: by the
-    `CDCNORM_CRASH_AT` point, or `delay` seconds after the process logged its first batch. A point not reached
+    `CDCNORM_CRASH_AT` point, or `delay` seconds after the process's first progress line (a batch, or the
+    every-format process's "ready" line once all its queries started; `idle` seconds at most). A point not reached
     within `timeout` is a failure, so is a process that ends by itself (follow only ends when stopped)."""
     before = len(progress_lines(progress))
     t0 = time.monotonic()
@@ -214,7 +215,7 @@ def follow_all(sim: str, lake: str, progress: str) -> None:
     from cdcnorm.simulate.verify import options_for
     from cdcnorm.streaming import follow as follow_mod
 
-    spark = get_spark("local[2]", quiet=True)
+    spark = get_spark("local[2]", quiet=True, conf={"spark.python.authenticate.socketTimeout": "120s"})
     manifest = Manifest.load(sim)
     lock, real = threading.Lock(), follow_mod.normalize
 
@@ -231,10 +232,18 @@ def follow_all(sim: str, lake: str, progress: str) -> None:
                 fh.write(json.dumps({"format": vf, **p.to_dict()}) + "\n")
         return on_batch
 
-    followers = [follow_mod.start_follow([str(manifest.input_dir(vf))], VENDOR_FORMATS[vf][0], lake, spark=spark,
-                                         options=options_for(vf, manifest), name=vf, trigger=0.5,
-                                         settle_seconds=0, on_batch=report(vf))
-                 for vf in manifest.formats]
+    followers = []
+    for vf in manifest.formats:  # one after the other: eight queries starting Python workers at once on a
+        # loaded two-core machine can miss the worker's connect-back timeout
+        f = follow_mod.start_follow([str(manifest.input_dir(vf))], VENDOR_FORMATS[vf][0], lake, spark=spark,
+                                    options=options_for(vf, manifest), name=vf, trigger=0.5, settle_seconds=0,
+                                    on_batch=report(vf))
+        deadline = time.monotonic() + 30
+        while f.query.isActive and f.query.lastProgress is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        followers.append(f)
+    with write, open(progress, "a", encoding="utf-8") as fh:  # a timed kill counts from here (see run_killed)
+        fh.write(json.dumps({"ready": len(followers)}) + "\n")
     while True:
         for f in followers:
             if not f.query.isActive:
