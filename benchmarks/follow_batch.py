@@ -42,7 +42,8 @@ def minimal_query(spark, folder: str, out: str, checkpoint: str) -> None:
     def write(df, batch_id: int) -> None:
         df.write.mode("overwrite").parquet(f"{out}/batch={batch_id}")
 
-    q = (spark.readStream.format("text").load(folder).writeStream.foreachBatch(write)
+    q = (spark.readStream.format("text").option("recursiveFileLookup", "true").load(folder)
+         .writeStream.foreachBatch(write)
          .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
     q.awaitTermination()
 
@@ -86,6 +87,8 @@ def cost(spark, args: argparse.Namespace, work: Path) -> dict[str, Any]:
             if name == "follow":
                 assert [b.status for b in got] == ["committed"], got
                 one["records"], one["rows_written"] = got[0].records, got[0].rows_written
+        lines = spark.read.parquet(out).count()
+        assert lines == one["records"], (lines, one["records"])  # the minimal query read the same records
         runs.append(one)
         print(f"  run {i + 1}: follow {one['follow_s']:.2f} s ({one['follow_cpu']:.2f} CPU s, "
               f"{one['rows_written']} rows); minimal {one['minimal_s']:.2f} s ({one['minimal_cpu']:.2f} CPU s)",
