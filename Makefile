@@ -31,6 +31,7 @@ e2e-large: check-java $(STAMP)
 bench: check-java $(STAMP)
 	$(PY) benchmarks/bench.py $(BENCH_ARGS)
 	$(PY) benchmarks/lake_dedup.py $(DEDUP_ARGS)
+	$(PY) benchmarks/follow_batch.py $(FOLLOW_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests

@@ -88,7 +88,7 @@ class Killed:
     how: str  # "at <point>" | "after <s> s" (random time after the process's first batch)
     returncode: int
     seconds: float
-    batches: int  # progress lines this process wrote before it died (batches, and a "ready" line)
+    batches: int  # progress lines (batches) this process wrote before it died
 
 
 @dataclass
@@ -106,8 +106,8 @@ class KillLog:
 def run_killed(cmd: list[str], progress: Path, log: Path, *, point: str | None = None, delay: float | None = None,
                timeout: float = 600, idle: float = 300) -> Killed:
     """Start `cmd` (a follow process) in its own process group and kill -9 the whole group: by the
-    `CDCNORM_CRASH_AT` point, or `delay` seconds after the process's first progress line (a batch, or the
-    every-format process's "ready" line once all its queries started; `idle` seconds at most). A point not reached
+    `CDCNORM_CRASH_AT` point, or `delay` seconds after the process's first batch (of any of its queries;
+    `idle` seconds at most: a restart may find nothing left to read). A point not reached
     within `timeout` is a failure, so is a process that ends by itself (follow only ends when stopped)."""
     before = len(progress_lines(progress))
     t0 = time.monotonic()
@@ -238,12 +238,10 @@ def follow_all(sim: str, lake: str, progress: str) -> None:
         f = follow_mod.start_follow([str(manifest.input_dir(vf))], VENDOR_FORMATS[vf][0], lake, spark=spark,
                                     options=options_for(vf, manifest), name=vf, trigger=0.5, settle_seconds=0,
                                     on_batch=report(vf))
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 10
         while f.query.isActive and f.query.lastProgress is None and time.monotonic() < deadline:
             time.sleep(0.2)
         followers.append(f)
-    with write, open(progress, "a", encoding="utf-8") as fh:  # a timed kill counts from here (see run_killed)
-        fh.write(json.dumps({"ready": len(followers)}) + "\n")
     while True:
         for f in followers:
             if not f.query.isActive:
