@@ -83,6 +83,11 @@ def progress_lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in lines if line.endswith("}")]
 
 
+def data_batches(path: Path) -> int:
+    """Progress lines of batches that had files (a fresh query may run an empty batch 0 on an empty folder)."""
+    return sum(p["status"] != "no_data_files" for p in progress_lines(path))
+
+
 @dataclass
 class Killed:
     how: str  # "at <point>" | "after <s> s" (random time after the process's first batch)
@@ -106,10 +111,10 @@ class KillLog:
 def run_killed(cmd: list[str], progress: Path, log: Path, *, point: str | None = None, delay: float | None = None,
                timeout: float = 600, idle: float = 300) -> Killed:
     """Start `cmd` (a follow process) in its own process group and kill -9 the whole group: by the
-    `CDCNORM_CRASH_AT` point, or `delay` seconds after the process's first batch (of any of its queries;
-    `idle` seconds at most: a restart may find nothing left to read). A point not reached
+    `CDCNORM_CRASH_AT` point, or `delay` seconds after the process's first batch with files (of any of its
+    queries; `idle` seconds at most: a restart may find nothing left to read). A point not reached
     within `timeout` is a failure, so is a process that ends by itself (follow only ends when stopped)."""
-    before = len(progress_lines(progress))
+    before, data_before = len(progress_lines(progress)), data_batches(progress)
     t0 = time.monotonic()
     with open(log, "a") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=cli_env(point),
@@ -119,7 +124,7 @@ def run_killed(cmd: list[str], progress: Path, log: Path, *, point: str | None =
                 code = proc.wait(timeout=timeout)
             else:  # no batch within `idle` seconds: nothing was left to read; killed idle, then
                 deadline = time.monotonic() + idle
-                while len(progress_lines(progress)) == before and proc.poll() is None and time.monotonic() < deadline:
+                while data_batches(progress) == data_before and proc.poll() is None and time.monotonic() < deadline:
                     time.sleep(0.2)
                 if proc.poll() is None:
                     time.sleep(delay or 0)
@@ -238,8 +243,8 @@ def follow_all(sim: str, lake: str, progress: str) -> None:
         f = follow_mod.start_follow([str(manifest.input_dir(vf))], VENDOR_FORMATS[vf][0], lake, spark=spark,
                                     options=options_for(vf, manifest), name=vf, trigger=0.5, settle_seconds=0,
                                     on_batch=report(vf))
-        deadline = time.monotonic() + 10
-        while f.query.isActive and f.query.lastProgress is None and time.monotonic() < deadline:
+        deadline = time.monotonic() + 60
+        while f.query.isActive and f.query.status["message"] == "Initializing sources" and time.monotonic() < deadline:
             time.sleep(0.2)
         followers.append(f)
     while True:
