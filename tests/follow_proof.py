@@ -237,20 +237,29 @@ def follow_all(sim: str, lake: str, progress: str) -> None:
                 fh.write(json.dumps({"format": vf, **p.to_dict()}) + "\n")
         return on_batch
 
-    followers = []
-    for vf in manifest.formats:  # one after the other: eight queries starting Python workers at once on a
-        # loaded two-core machine can miss the worker's connect-back timeout
+    def start(vf: str):
         f = follow_mod.start_follow([str(manifest.input_dir(vf))], VENDOR_FORMATS[vf][0], lake, spark=spark,
                                     options=options_for(vf, manifest), name=vf, trigger=0.5, settle_seconds=0,
                                     on_batch=report(vf))
         deadline = time.monotonic() + 60
         while f.query.isActive and f.query.status["message"] == "Initializing sources" and time.monotonic() < deadline:
             time.sleep(0.2)
-        followers.append(f)
+        return f
+
+    # one after the other: eight queries starting their Python source workers at once on a loaded two-core
+    # machine miss Spark's fixed connect-back timeout; one that misses it anyway is started again
+    followers = {vf: start(vf) for vf in manifest.formats}
+    restarts = 0
     while True:
-        for f in followers:
+        for vf, f in followers.items():
             if not f.query.isActive:
-                print(f"query {f.query.name} ended: {f.query.exception()}", flush=True)
+                exc = f.query.exception()
+                if exc is not None and "failed to connect back" in str(exc) and restarts < 10:
+                    print(f"query {vf}: a Python worker missed the connect-back timeout; started again", flush=True)
+                    restarts += 1
+                    followers[vf] = start(vf)
+                    continue
+                print(f"query {f.query.name} ended: {exc}", flush=True)
                 os._exit(3)
         time.sleep(1)
 
