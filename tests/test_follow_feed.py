@@ -134,6 +134,8 @@ def test_every_format_killed_twenty_times_while_files_land(spark, tmp_path):
               f"unexpected {t.unexpected}")
     frames = apply(spark, lake, write=False)
     problems = {vf: check_format(frames, manifest, vf) for vf in manifest.formats}
+    for vf, p in problems.items():
+        print(f"  {vf:<18} apply vs truth: {'equal' if not p else '; '.join(p)[:300]}")
     assert kills.kills == 20
     assert {vf: t for vf, t in tallies.items() if not t.ok()} == {}
     assert {vf: p for vf, p in problems.items() if p} == {}
