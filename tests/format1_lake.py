@@ -60,7 +60,8 @@ def _write_run(spark: SparkSession, path: str, res) -> dict:
     schemas = res.schemas.select(*[c.name for c in SCHEMA_VERSION_COLUMNS])
     run_id = res.run_id
     staging = f"{path}/_staging/{run_id}"
-    kept.write.partitionBy("vendor").parquet(f"{staging}/changes")
+    # several small files per run, as cdcnorm 0.1 wrote them (one per task): what `lake maintain` compacts
+    kept.repartition(2, "event_id").write.partitionBy("vendor").parquet(f"{staging}/changes")
     res.quarantine.write.parquet(f"{staging}/quarantine")
     schemas.write.parquet(f"{staging}/schemas")
     report = dict(res.report)

@@ -187,7 +187,7 @@ def test_run_report_counts_every_record(normalized):
                                              "SNAPSHOT", "UPDATE", "UPDATE"]
     assert res.report["records_read"] == 12 and res.report["reconciled"]
     assert res.report["outcomes"] == {"emitted": 8, "merged": 3, "metadata": 0, "filtered": 0, "duplicate": 1,
-                                      "quarantined": 0}
+                                      "quarantined": 0, "held": 0}
 
 
 @pytest.mark.slow

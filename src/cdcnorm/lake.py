@@ -172,6 +172,10 @@ class Lake:
                 kw.setdefault("keep", reported_files({r["run_id"] for r in runs}))
         return read_table(self.spark, self.tables[name], version, **kw)
 
+    def run_rows(self, name: str, run_id: str) -> DataFrame:
+        """The rows one run added to a table (its `run=<run_id>` files at the latest version)."""
+        return read_table(self.spark, self.tables[name], keep=lambda rel: run_of(rel) == run_id)
+
     def changes(self, latest: bool = False) -> DataFrame:
         return self.read("changes", latest=latest).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
 

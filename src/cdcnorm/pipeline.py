@@ -213,7 +213,11 @@ def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Prog
     report = stage_and_commit(lake_obj, run_id, scope, frames, make_report)
     if pairing:
         compact_halves(lake_obj, adapter.name)
-    return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, decoded)
+    # the result reads the run's committed files: its staging folder (decoded rows, pairing) is removed on return
+    kept = lake_obj.run_rows("changes", run_id).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
+    quarantine = lake_obj.run_rows("quarantine", run_id).select(*[c.name for c in QUARANTINE_COLUMNS])
+    schemas = lake_obj.run_rows("schemas", run_id).select(*[c.name for c in SCHEMA_VERSION_COLUMNS])
+    return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, None)
 
 
 def _filter_files(adapter: Adapter, files: list[FileEntry], skipped: dict[str, int]
