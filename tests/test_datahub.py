@@ -823,6 +823,7 @@ def test_pairing_conserves_records(paired):
         "filtered": 0,
         "duplicate": 0,
         "quarantined": 0,
+        "held": 0,
     }
     assert report["reconciled"] and len(rows) == 14
 
