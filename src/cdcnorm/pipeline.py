@@ -36,8 +36,17 @@ from cdcnorm.errors import CdcError, UsageError
 from cdcnorm.first_pass import first_pass
 from cdcnorm.fs import FileEntry, list_files, open_input
 from cdcnorm.lake import Lake, new_run_id, open_lake
-from cdcnorm.lake_commit import dedup_scope, mark_duplicates, stage_and_commit, staged_rows, with_source_day
+from cdcnorm.lake_commit import (
+    DEFAULT_WINDOW_DAYS,
+    dedup_scope,
+    mark_duplicates,
+    stage_and_commit,
+    staged_rows,
+    with_source_day,
+)
 from cdcnorm.lake_tables import STAGING
+from cdcnorm.pairing_state import apply_pairing, pair_across_runs
+from cdcnorm.pairing_state import compact as compact_halves
 from cdcnorm.session import get_spark, use_portable_parquet
 from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
 
@@ -69,6 +78,7 @@ def normalize(
     resolves: DataFrame | None = None,
     dedup_window_days: int | None = None,
     run_id: str | None = None,
+    pair_wait_seconds: float | None = None,
 ) -> NormalizeResult:
     """Normalize files (paths) or a raw-message DataFrame into canonical change rows.
 
@@ -78,6 +88,9 @@ def normalize(
     computed in memory. `resolves` (quarantine ids being retried) marks those ids resolved unless this run
     quarantined the same record again. `run_id` (default: a new unique id) names the run and its Delta
     transaction: a caller that may repeat a run (a micro-batch replayed after a crash) passes a deterministic one.
+    With a lake, update halves pair across runs (cdcnorm.pairing_state): a lone half waits until its event time
+    is `pair_wait_seconds` older than the newest seen (None or 0: it is emitted as an orphan at once, and a
+    partner arriving later supersedes it).
     """
     spark = spark or get_spark()
     use_portable_parquet(spark)
@@ -85,13 +98,13 @@ def normalize(
     run_id = run_id or new_run_id()
     lake_obj = open_lake(spark, lake) if lake else None
     return _normalize(source, vendor, spark, options, column_map, progress, resolves, run_id, started, lake_obj,
-                      dedup_window_days)
+                      dedup_window_days, pair_wait_seconds)
 
 
 def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, options: dict[str, Any] | None,
                column_map: dict[str, str] | None, progress: Progress | None, resolves: DataFrame | None,
                run_id: str, started: dt.datetime, lake_obj: Lake | None,
-               dedup_window_days: int | None) -> NormalizeResult:
+               dedup_window_days: int | None, pair_wait: float | None) -> NormalizeResult:
     say = progress or (lambda _msg: None)
     lake = lake_obj.path if lake_obj else None
     if isinstance(source, DataFrame):
@@ -123,7 +136,7 @@ def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, o
     decoded = _stage(decoded, lake_obj, run_id)
     try:
         return _finish(decoded, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind, inputs,
-                       n_files, skipped, dedup_window_days)
+                       n_files, skipped, dedup_window_days, pair_wait)
     finally:
         if lake_obj:
             lake_obj.fs.delete(lake_obj._p(STAGING, run_id))
@@ -131,12 +144,20 @@ def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, o
 
 def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Progress, resolves: DataFrame | None,
             run_id: str, started: dt.datetime, lake_obj: Lake | None, lake: str | None, kind: str,
-            inputs: list[str], n_files: int, skipped: dict[str, int], window: int | None) -> NormalizeResult:
-    changes = with_source_day(adapter.post_process(decoded.where(F.col(B.KIND) == KIND_CHANGE)))
+            inputs: list[str], n_files: int, skipped: dict[str, int], window: int | None,
+            pair_wait: float | None) -> NormalizeResult:
+    decoded_changes = decoded.where(F.col(B.KIND) == KIND_CHANGE)
+    pairing = None
+    if lake_obj and adapter.waiting_roles:
+        say("pairing update halves with those of earlier runs")
+        pairing = pair_across_runs(lake_obj, adapter, decoded_changes, pair_wait,
+                                   DEFAULT_WINDOW_DAYS if window is None else window)
+        decoded_changes = pairing.changes
+    changes = with_source_day(apply_pairing(adapter.post_process(decoded_changes), pairing))
     if lake_obj:
         say("checking the lake for duplicates")
-        # the days come from the staged decoded rows (cheap to scan; post-processing never adds a day)
-        scope = dedup_scope(lake_obj, with_source_day(decoded.where(F.col(B.KIND) == KIND_CHANGE)), window)
+        # the days come from the rows before post-processing (post-processing never adds a day)
+        scope = dedup_scope(lake_obj, with_source_day(decoded_changes), window)
         marked = mark_duplicates(changes, scope.existing).withColumn("_unchecked", scope.unchecked)
     else:
         scope = None
@@ -157,14 +178,16 @@ def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Prog
         schemas = schemas.select(*[c.name for c in SCHEMA_VERSION_COLUMNS])
 
     say("counting outcomes")
-    report = build_report(decoded, marked, adapter, kind, inputs, n_files, skipped, run_id, started)
+    report = build_report(decoded, marked, adapter, kind, inputs, n_files, skipped, run_id, started,
+                          pairing.counts if pairing else None)
     if not lake_obj:
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
         return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, decoded)
 
     say("writing the lake")
     frames = {"changes": marked.where(~F.col("_dup")), "quarantine": quarantine, "schemas": schemas,
-              "quarantine_resolved": resolved.withColumn("run_id", F.lit(run_id)) if resolved is not None else None}
+              "quarantine_resolved": resolved.withColumn("run_id", F.lit(run_id)) if resolved is not None else None,
+              "halves": pairing.entries if pairing else None}
 
     def make_report(adds) -> dict[str, Any]:
         report["quarantine_new"] = staged_rows(adds, "quarantine")
@@ -176,6 +199,8 @@ def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Prog
         return report
 
     report = stage_and_commit(lake_obj, run_id, scope, frames, make_report)
+    if pairing:
+        compact_halves(lake_obj, adapter.name)
     return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, decoded)
 
 
@@ -231,8 +256,13 @@ def _schema_rows(decoded: DataFrame) -> DataFrame:
 
 
 def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: str, inputs: list[str],
-                 n_files: int, skipped: dict[str, int], run_id: str, started: dt.datetime) -> dict[str, Any]:
-    """Aggregate the run's outcomes; every number comes from an aggregation, never from collected rows."""
+                 n_files: int, skipped: dict[str, int], run_id: str, started: dt.datetime,
+                 held: DataFrame | None = None) -> dict[str, Any]:
+    """Aggregate the run's outcomes; every number comes from an aggregation, never from collected rows.
+
+    `held` (one row: held_in, held_out, state_rows) accounts for update halves waiting across runs: the
+    `held` outcome is the records waiting at the end minus those waiting at the start, so outcomes still add up
+    to the records read."""
     by_kind = {
         (r[B.KIND], r[B.RULE]): (int(r["records"] or 0), int(r["rows"]))
         for r in decoded.groupBy(B.KIND, B.RULE).agg(
@@ -257,6 +287,13 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
         "duplicate": duplicate,
         "quarantined": sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_QUARANTINE),
     }
+    pairing_state = {}
+    if held is not None:
+        h = held.first()  # one row of aggregates
+        held_in, held_out = int(h["held_in"] or 0), int(h["held_out"] or 0)
+        outcomes["held"] = held_out - held_in
+        pairing_state = {"halves_waiting_records": held_out, "halves_released_records": held_in,
+                         "pairing_state_rows": int(h["state_rows"] or 0)}
     table_key = ("vendor", "stream", "database", "schema", "table")
     rows_by = sorted(({**{k: g[k] for k in table_key}, "op": g["op"], "rows": int(g["rows"])} for g in kept_groups),
                      key=lambda d: tuple(str(d[k] or "") for k in (*table_key, "op")))
@@ -277,7 +314,7 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
     flags = {r["flag"]: int(r["count"]) for r in marked.where(~F.col("_dup"))
              .select(F.explode("flags").alias("flag")).groupBy("flag").count().collect()}
     accounted = sum(outcomes.values())
-    conserved = emitted + merged + duplicate == change_records
+    conserved = emitted + merged + duplicate + outcomes.get("held", 0) == change_records
     return {
         "run_id": run_id,
         "cdcnorm_version": __version__,
@@ -299,6 +336,7 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
         "dedup_unchecked": sum(int(g["unchecked"] or 0) for g in kept_groups),
         "flags": flags,
         "heartbeats": heartbeats,
+        **pairing_state,
     }
 
 
