@@ -79,6 +79,7 @@ def normalize(
     dedup_window_days: int | None = None,
     run_id: str | None = None,
     pair_wait_seconds: float | None = None,
+    skipped_objects: dict[str, int] | None = None,
 ) -> NormalizeResult:
     """Normalize files (paths) or a raw-message DataFrame into canonical change rows.
 
@@ -90,7 +91,8 @@ def normalize(
     transaction: a caller that may repeat a run (a micro-batch replayed after a crash) passes a deterministic one.
     With a lake, update halves pair across runs (cdcnorm.pairing_state): a lone half waits until its event time
     is `pair_wait_seconds` older than the newest seen (None or 0: it is emitted as an orphan at once, and a
-    partner arriving later supersedes it).
+    partner arriving later supersedes it). `skipped_objects`: objects the caller's own listing skipped (counted in
+    the report).
     """
     spark = spark or get_spark()
     use_portable_parquet(spark)
@@ -98,13 +100,14 @@ def normalize(
     run_id = run_id or new_run_id()
     lake_obj = open_lake(spark, lake) if lake else None
     return _normalize(source, vendor, spark, options, column_map, progress, resolves, run_id, started, lake_obj,
-                      dedup_window_days, pair_wait_seconds)
+                      dedup_window_days, pair_wait_seconds, skipped_objects or {})
 
 
 def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, options: dict[str, Any] | None,
                column_map: dict[str, str] | None, progress: Progress | None, resolves: DataFrame | None,
                run_id: str, started: dt.datetime, lake_obj: Lake | None,
-               dedup_window_days: int | None, pair_wait: float | None) -> NormalizeResult:
+               dedup_window_days: int | None, pair_wait: float | None,
+               listing_skipped: dict[str, int]) -> NormalizeResult:
     say = progress or (lambda _msg: None)
     lake = lake_obj.path if lake_obj else None
     if isinstance(source, DataFrame):
@@ -120,6 +123,8 @@ def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, o
             raise UsageError("No input given: name one or more files or folders.")
         say("listing input files")
         files, skipped = list_files(spark, inputs)
+        for reason, n in listing_skipped.items():
+            skipped[reason] = skipped.get(reason, 0) + n
         n_files = len(files)
         if not files:
             raise UsageError(f"No input files found under {', '.join(inputs)} (skipped: {skipped or 'none'}).")
@@ -309,6 +314,8 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
         if g["op"] == "HEARTBEAT" and g["newest"] is not None:
             src = (g["vendor"], g["stream"], g["source_db"], g["database"])
             beats[src] = max(beats.get(src, g["newest"]), g["newest"])
+    newest = max((g["newest"] for g in kept_groups if g["newest"] is not None and g["op"] != "HEARTBEAT"),
+                 default=None)
     heartbeats = [{"vendor": v, "stream": st, "source_db": sd, "database": db, "newest": ts.isoformat()}
                   for (v, st, sd, db), ts in sorted(beats.items(), key=lambda kv: tuple(str(x) for x in kv[0]))]
     flags = {r["flag"]: int(r["count"]) for r in marked.where(~F.col("_dup"))
@@ -336,6 +343,7 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
         "dedup_unchecked": sum(int(g["unchecked"] or 0) for g in kept_groups),
         "flags": flags,
         "heartbeats": heartbeats,
+        "newest_source_ts": newest.isoformat() if newest is not None else None,
         **pairing_state,
     }
 
