@@ -33,7 +33,7 @@ def applied(spark, lake: str) -> set[str]:
     """The applied current state of every table, one JSON text per row."""
     result = apply(spark, lake, write=False)
     out = set()
-    for tid, frame in result.frames.items():
+    for tid, frame in result.items():
         cols = [c for c in frame.columns if not c.startswith("_")]
         for r in frame.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in cols])).alias("j")).collect():
             out.add(f"{tid}:{r['j']}")
@@ -86,7 +86,7 @@ def test_a_lone_half_is_released_as_an_orphan_once_the_wait_has_passed(spark, tm
     one = normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=lake, pair_wait_seconds=NEVER)
     assert one.report["outcomes"]["held"] == 3 and "orphan_before" not in one.report["flags"]
     # the next run's events are minutes newer than the waiting halves: with a 1 s wait they are released
-    two = normalize([str(SAMPLES / "datahub" / "blob" / "documented.jsonl")], "datahub", spark=spark, lake=lake,
+    two = normalize([str(SAMPLES / "datahub" / "blob" / "tx_truncate.jsonl")], "datahub", spark=spark, lake=lake,
                     pair_wait_seconds=1)
     assert two.report["outcomes"]["held"] == -3 and two.report["reconciled"]
     assert sum(two.report["flags"].get(f, 0) for f in ("orphan_before", "orphan_after")) == 3

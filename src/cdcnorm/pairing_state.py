@@ -100,6 +100,15 @@ def _tombstones(entry_ids: DataFrame, vendor: str) -> DataFrame:
                             ).select(*_DECODED, "entry_kind", "entry_id", "event_time")
 
 
+def needed(lk: Lake, adapter: Adapter, changes: DataFrame) -> bool:
+    """Whether a run must go through the pairing state: the vendor has live state files, or the run has a half
+    that may wait (one cheap check that stops at the first such row; else pairing within the run suffices)."""
+    table = lk.table(TABLE)
+    if table.exists() and any(f["partition"].get("vendor") == adapter.name for f in table.live(handle=table.fresh())):
+        return True
+    return not changes.where(_role().isin(*adapter.waiting_roles)).isEmpty()
+
+
 def live_entries(lk: Lake, vendor: str) -> DataFrame | None:
     """The vendor's live entries (waiting and orphaned, tombstoned ones removed); None when it has none."""
     table = lk.table(TABLE)
@@ -114,39 +123,43 @@ def live_entries(lk: Lake, vendor: str) -> DataFrame | None:
 
 
 def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_seconds: float | None,
-                     retention_days: int) -> Pairing:
+                     retention_days: int, stage_path: str) -> Pairing:
     """Combine the run's decoded change rows with the vendor's pairing state (see the module doc).
 
-    `wait_seconds` None (or 0) flushes: every lone half is released as an orphan now (a batch run).
+    `wait_seconds` None (or 0) flushes: every lone half is released as an orphan now (a batch run). The halves
+    and their decisions are written once to `stage_path` (they are few), so the run's later steps (dedup check,
+    report, writes) read them instead of re-running the grouping and joins.
     """
     vendor = adapter.name
-    state = live_entries(lk, vendor)
     spark = changes.sparkSession
-    is_half = F.col(B.PAIR).isNotNull()
-    new_halves = changes.where(is_half).withColumn("_from_state", F.lit(False))
+    state = live_entries(lk, vendor)
     if state is None:
         state = spark.createDataFrame([], lk.specs[TABLE].schema)
+    is_half = F.col(B.PAIR).isNotNull()
     waiting = state.where(F.col("entry_kind") == WAITING)
     orphaned = state.where(F.col("entry_kind") == ORPHANED)
-    pool = new_halves.unionByName(waiting.select(*_DECODED).withColumn("_from_state", F.lit(True)))
-
-    groups = pool.groupBy(B.PAIR).agg(F.collect_set(_role()).alias("_roles"), F.max(event_time()).alias("_t"))
+    pool = (changes.where(is_half).withColumn("_from_state", F.lit(False))
+            .unionByName(waiting.select(*_DECODED).withColumn("_from_state", F.lit(True))))
     memory = orphaned.select(F.col(B.PAIR).alias("_m_pair"), _role().alias("_m_role"),
-                             F.col("event_id").alias("_m_id"), "entry_id")
-    late = (groups.where(F.size("_roles") == 1)
-            .join(memory, (F.col(B.PAIR) == F.col("_m_pair")) & ~F.array_contains("_roles", F.col("_m_role")))
-            .select(B.PAIR, "_m_id", "entry_id"))
-    late_pairs = late.select(B.PAIR).distinct().withColumn("_late", F.lit(True))
+                             F.col("event_id").alias("_m_id"), F.col("entry_id").alias("_m_entry"))
+    groups = pool.groupBy(B.PAIR).agg(F.collect_set(_role()).alias("_roles"), F.max(event_time()).alias("_t"))
+    late_groups = (groups.where(F.size("_roles") == 1).join(
+        memory, (F.col(B.PAIR) == F.col("_m_pair")) & ~F.array_contains("_roles", F.col("_m_role")))
+        .select(B.PAIR).distinct().withColumn("_late", F.lit(True)))
     release_before = _release_horizon(changes, state, wait_seconds)
-    decided = (groups.join(late_pairs, B.PAIR, "left")
+    decided = (groups.join(late_groups, B.PAIR, "left")
                .withColumn("_decision", F.when(F.size("_roles") > 1, "pair")
                            .when(F.col("_late").isNotNull(), "late")
                            .when(~F.array_contains(F.lit(list(adapter.waiting_roles)), F.col("_roles")[0]), "pass")
                            .when(_releasable(release_before), "release")
                            .otherwise("hold"))
                .select(B.PAIR, "_decision"))
-    pooled = pool.join(decided, B.PAIR)
+    pool.join(decided, B.PAIR).write.mode("overwrite").parquet(stage_path)
+    pooled = spark.read.parquet(stage_path)
 
+    late = (pooled.where(F.col("_decision") == "late").select(B.PAIR, _role().alias("_role")).distinct()
+            .join(memory, (F.col(B.PAIR) == F.col("_m_pair")) & (F.col("_role") != F.col("_m_role")))
+            .select(B.PAIR, "_m_id", F.col("_m_entry").alias("entry_id")))
     reinjected = (orphaned.join(late.select("entry_id"), "entry_id", "left_semi").select(*_DECODED)
                   .withColumn(B.RECORDS, F.lit(0)).withColumn(B.MERGED, F.lit(0)))
     to_pair = pooled.where(F.col("_decision") != "hold").select(*_DECODED)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdcnorm._version import __version__
@@ -45,8 +45,9 @@ from cdcnorm.lake_commit import (
     with_source_day,
 )
 from cdcnorm.lake_tables import STAGING
-from cdcnorm.pairing_state import apply_pairing, pair_across_runs
+from cdcnorm.pairing_state import Pairing, apply_pairing, pair_across_runs
 from cdcnorm.pairing_state import compact as compact_halves
+from cdcnorm.pairing_state import needed as pairing_needed
 from cdcnorm.session import get_spark, use_portable_parquet
 from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
 
@@ -153,10 +154,11 @@ def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Prog
             pair_wait: float | None) -> NormalizeResult:
     decoded_changes = decoded.where(F.col(B.KIND) == KIND_CHANGE)
     pairing = None
-    if lake_obj and adapter.waiting_roles:
+    if lake_obj and adapter.waiting_roles and pairing_needed(lake_obj, adapter, decoded_changes):
         say("pairing update halves with those of earlier runs")
         pairing = pair_across_runs(lake_obj, adapter, decoded_changes, pair_wait,
-                                   DEFAULT_WINDOW_DAYS if window is None else window)
+                                   DEFAULT_WINDOW_DAYS if window is None else window,
+                                   lake_obj._p(STAGING, run_id, "pairing"))
         decoded_changes = pairing.changes
     changes = with_source_day(apply_pairing(adapter.post_process(decoded_changes), pairing))
     if lake_obj:
@@ -167,7 +169,6 @@ def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Prog
     else:
         scope = None
         marked = mark_duplicates(changes, None).withColumn("_unchecked", F.lit(False))
-    marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
     kept = marked.where(~F.col("_dup")).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
 
     now = dt.datetime.now(dt.UTC)
@@ -183,16 +184,20 @@ def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Prog
         schemas = schemas.select(*[c.name for c in SCHEMA_VERSION_COLUMNS])
 
     say("counting outcomes")
-    report = build_report(decoded, marked, adapter, kind, inputs, n_files, skipped, run_id, started,
-                          pairing.counts if pairing else None)
+    parts = _aggregate(decoded, marked, pairing)
+    report = build_report(parts, adapter, kind, inputs, n_files, skipped, run_id, started)
     if not lake_obj:
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
         return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, decoded)
 
     say("writing the lake")
-    frames = {"changes": marked.where(~F.col("_dup")), "quarantine": quarantine, "schemas": schemas,
+    decoded_kinds = {r["k_kind"] for r in parts["kind"]}
+    # a table with no new row gets no write (each write is a few Spark jobs): the counts tell without a job
+    frames = {"changes": marked.where(~F.col("_dup")),
+              "quarantine": quarantine if KIND_QUARANTINE in decoded_kinds else None,
+              "schemas": schemas if KIND_SCHEMA in decoded_kinds else None,
               "quarantine_resolved": resolved.withColumn("run_id", F.lit(run_id)) if resolved is not None else None,
-              "halves": pairing.entries if pairing else None}
+              "halves": pairing.entries if pairing and parts["entries"] else None}
 
     def make_report(adds) -> dict[str, Any]:
         report["quarantine_new"] = staged_rows(adds, "quarantine")
@@ -260,26 +265,16 @@ def _schema_rows(decoded: DataFrame) -> DataFrame:
     return s.groupBy("version_id").agg(first.alias("x")).select("x.*")
 
 
-def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: str, inputs: list[str],
-                 n_files: int, skipped: dict[str, int], run_id: str, started: dt.datetime,
-                 held: DataFrame | None = None) -> dict[str, Any]:
-    """Aggregate the run's outcomes; every number comes from an aggregation, never from collected rows.
+def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind: str, inputs: list[str],
+                 n_files: int, skipped: dict[str, int], run_id: str, started: dt.datetime) -> dict[str, Any]:
+    """The run's report from its aggregated figures (:func:`_aggregate`), never from collected rows.
 
-    `held` (one row: held_in, held_out, state_rows) accounts for update halves waiting across runs: the
-    `held` outcome is the records waiting at the end minus those waiting at the start, so outcomes still add up
-    to the records read."""
-    by_kind = {
-        (r[B.KIND], r[B.RULE]): (int(r["records"] or 0), int(r["rows"]))
-        for r in decoded.groupBy(B.KIND, B.RULE).agg(
-            F.sum(B.RECORDS).alias("records"), F.count(F.lit(1)).alias("rows")).collect()
-    }
+    Update halves waiting across runs are the `held` outcome: the records waiting at the end minus those waiting
+    at the start, so outcomes still add up to the records read."""
+    by_kind = {(r["k_kind"], r["k_rule"]): (int(r["records"] or 0), int(r["rows"] or 0)) for r in parts["kind"]}
     records_read = sum(rec for rec, _ in by_kind.values())
     change_records = sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_CHANGE)
-    ident = ["vendor", "stream", "source_db", "database", "schema", "table"]
-    groups = [r.asDict() for r in marked.groupBy(*ident, "op", "_dup").agg(
-        F.sum(B.RECORDS).alias("records"), F.sum(B.MERGED).alias("merged"), F.count(F.lit(1)).alias("rows"),
-        F.max("source_ts").alias("newest"), F.sum(F.col("_unchecked").cast("long")).alias("unchecked"),
-    ).collect()]  # one row per (table, op): aggregates only
+    groups = [{**r, "_dup": r["dup"]} for r in parts["group"]]
     kept_groups = [g for g in groups if not g["_dup"]]
     emitted = sum(int(g["records"] or 0) for g in kept_groups)
     merged = sum(int(g["merged"] or 0) for g in kept_groups)
@@ -293,8 +288,8 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
         "quarantined": sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_QUARANTINE),
     }
     pairing_state = {}
-    if held is not None:
-        h = held.first()  # one row of aggregates
+    if parts["pairing"]:
+        h = parts["held"][0] if parts["held"] else {"held_in": 0, "held_out": 0, "state_rows": 0}
         held_in, held_out = int(h["held_in"] or 0), int(h["held_out"] or 0)
         outcomes["held"] = held_out - held_in
         pairing_state = {"halves_waiting_records": held_out, "halves_released_records": held_in,
@@ -318,8 +313,7 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
                  default=None)
     heartbeats = [{"vendor": v, "stream": st, "source_db": sd, "database": db, "newest": ts.isoformat()}
                   for (v, st, sd, db), ts in sorted(beats.items(), key=lambda kv: tuple(str(x) for x in kv[0]))]
-    flags = {r["flag"]: int(r["count"]) for r in marked.where(~F.col("_dup"))
-             .select(F.explode("flags").alias("flag")).groupBy("flag").count().collect()}
+    flags = {r["flag"]: int(r["rows"]) for r in parts["flag"]}
     accounted = sum(outcomes.values())
     conserved = emitted + merged + duplicate + outcomes.get("held", 0) == change_records
     return {
@@ -346,6 +340,44 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
         "newest_source_ts": newest.isoformat() if newest is not None else None,
         **pairing_state,
     }
+
+
+_IDENT = ("vendor", "stream", "source_db", "database", "schema", "table")
+_SUMS = ("records", "merged", "rows", "unchecked", "held_in", "held_out", "state_rows")
+
+
+def _aggregate(decoded: DataFrame, marked: DataFrame, pairing: Pairing | None) -> dict[str, Any]:
+    """Every figure of the run in one Spark job: the decoded rows by kind and rule, the marked change rows
+    by table, op and duplicate, their flags, and the pairing counts, unioned and aggregated together."""
+    def part(df: DataFrame, name: str, **cols: Column) -> DataFrame:
+        out = {"part": F.lit(name), "k_kind": None, "k_rule": None, **{c: None for c in _IDENT}, "op": None,
+               "dup": None, "flag": None, **{c: None for c in _SUMS}, "newest": None, **cols}
+        types = {"dup": "boolean", "newest": "timestamp", **{c: "long" for c in _SUMS}}
+        return df.select(*[(v if v is not None else F.lit(None)).cast(types.get(k, "string")).alias(k)
+                           for k, v in out.items()])
+
+    one = F.lit(1)
+    frames = [
+        part(decoded, "kind", k_kind=F.col(B.KIND), k_rule=F.col(B.RULE), records=F.col(B.RECORDS), rows=one),
+        part(marked, "group", **{c: F.col(c) for c in _IDENT}, op=F.col("op"), dup=F.col("_dup"),
+             records=F.col(B.RECORDS), merged=F.col(B.MERGED), rows=one, newest=F.col("source_ts"),
+             unchecked=F.col("_unchecked").cast("long")),
+        part(marked.where(~F.col("_dup")).select(F.explode("flags").alias("f")), "flag", flag=F.col("f"), rows=one),
+    ]
+    if pairing is not None:
+        frames.append(part(pairing.counts, "held", **{c: F.col(c) for c in ("held_in", "held_out", "state_rows")}))
+        frames.append(part(pairing.entries, "entries", rows=one))
+    union = frames[0]
+    for f in frames[1:]:
+        union = union.unionByName(f)
+    keys = ["part", "k_kind", "k_rule", *_IDENT, "op", "dup", "flag"]
+    aggs = [F.sum(c).alias(c) for c in _SUMS] + [F.max("newest").alias("newest")]
+    out: dict[str, Any] = {"kind": [], "group": [], "flag": [], "held": [], "entries": []}
+    for r in union.groupBy(*keys).agg(*aggs).collect():  # aggregates only: one row per (kind, table op, flag)
+        out[r["part"]].append(r.asDict())
+    out["entries"] = sum(int(r["rows"] or 0) for r in out["entries"])
+    out["pairing"] = pairing is not None
+    return out
 
 
 def _detect_files(files: list[FileEntry]) -> str:
