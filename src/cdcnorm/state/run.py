@@ -88,11 +88,16 @@ def prepared(changes: DataFrame) -> DataFrame:
     same event twice to a keyed table changes nothing (same `sort_key`, same values, the merge keeps one), so
     the whole-lake shuffle a `dropDuplicates` costs is spent only where a copy would count: keyless tables and
     history (:func:`once`)."""
-    df = changes
-    if "supersedes" in df.columns:
-        gone = df.where(F.col("supersedes").isNotNull()).select(F.col("supersedes").alias("event_id")).distinct()
-        df = df.join(gone, "event_id", "left_anti")
+    df = without_superseded(changes) if "supersedes" in changes.columns else changes
     return df.withColumn("_tid", table_hash())
+
+
+def without_superseded(changes: DataFrame) -> DataFrame:
+    """Drop orphan halves a later paired row replaces (`supersedes`): one change is never applied twice.
+    Incremental: within one batch; an orphan applied by an earlier apply stays applied and its pair is merged on
+    top by the usual per-column rule (not re-checked against earlier batches: see docs/apply.md)."""
+    replaced = changes.where(F.col("supersedes").isNotNull()).select(F.col("supersedes").alias("event_id"))
+    return changes.join(F.broadcast(replaced.distinct()), "event_id", "left_anti")
 
 
 def once(rows: DataFrame) -> DataFrame:
