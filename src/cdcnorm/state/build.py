@@ -14,6 +14,7 @@ from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from cdcnorm.errors import UsageError
 from cdcnorm.lake import Lake
@@ -39,6 +40,12 @@ class ApplyResult(dict):
             self._cached.unpersist()
 
 
+def without_superseded(changes: DataFrame) -> DataFrame:
+    """Drop orphan halves a later paired row replaces (`supersedes`): one change is never applied twice."""
+    replaced = changes.where(F.col("supersedes").isNotNull()).select(F.col("supersedes").alias("event_id"))
+    return changes.join(F.broadcast(replaced.distinct()), "event_id", "left_anti")
+
+
 def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write: bool = True) -> ApplyResult:
     """Current state of every source table in `lake` (or those named in `tables`) as typed DataFrames.
 
@@ -54,7 +61,7 @@ def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write
 def _apply(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None, write: bool) -> ApplyResult:
     selected = name_filter(tables)
     # An event id is applied once, even if a redelivery older than the dedup window reached the lake twice.
-    changes = lk.changes().dropDuplicates(["event_id"]).withColumn("_tid", table_hash())
+    changes = without_superseded(lk.changes().dropDuplicates(["event_id"])).withColumn("_tid", table_hash())
     schemas = lk.schemas()
     if selected is not None:
         changes, schemas = changes.where(selected), schemas.where(selected)
