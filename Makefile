@@ -32,6 +32,7 @@ bench: check-java $(STAMP)
 	$(PY) benchmarks/bench.py $(BENCH_ARGS)
 	$(PY) benchmarks/lake_dedup.py $(DEDUP_ARGS)
 	$(PY) benchmarks/apply_incremental.py $(APPLY_ARGS)
+	$(PY) benchmarks/follow_batch.py $(FOLLOW_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests

@@ -17,14 +17,21 @@ def simulate(
     changes: Annotated[int, typer.Option("--changes", help="Changes after the backfill.")] = 500,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the history.")] = 1,
     quirk: Annotated[list[str] | None, typer.Option("--quirk", help="Delivery quirk to switch on (default: all; 'none').")] = None,
+    rotate: Annotated[int, typer.Option("--rotate", min=1, help="Records per output file.")] = 500,
+    feed: Annotated[bool, typer.Option("--feed", help="Land the files in their input folders one at a time, in "
+                                       "delivery order, one of them two days late (a feeder for --follow).")] = False,
+    interval: Annotated[float, typer.Option("--interval", min=0, help="--feed: seconds between two files.")] = 1.0,
 ) -> None:
     """Write one simulated source history as each vendor would deliver it, plus the ground truth."""
 
     def run() -> int:
         from cdcnorm.simulate import simulate_command
+        from cdcnorm.simulate.feed import feed_command
 
         _check(vendor or ["all"], quirk)
-        return simulate_command(vendor or ["all"], tables, rows, changes, seed, out, quirk)
+        if feed:
+            return feed_command(vendor or ["all"], tables, rows, changes, seed, out, quirk, rotate, interval)
+        return simulate_command(vendor or ["all"], tables, rows, changes, seed, out, quirk, rotate)
 
     run_guarded(run)
 

@@ -18,7 +18,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from cdcnorm.simulate.delivery import QUIRKS, late_files, parse_quirks
+from cdcnorm.simulate.delivery import QUIRKS, DeliveryLog, late_files, parse_quirks, recording
 from cdcnorm.simulate.formats import FORMATS
 from cdcnorm.simulate.history import START_US, Event, History, TableDef
 from cdcnorm.simulate.truth import (
@@ -89,7 +89,8 @@ def resolve_formats(vendors: list[str] | tuple[str, ...] | str) -> list[str]:
 
 def simulate(out: str | Path, vendors: list[str] | tuple[str, ...] | str = ("all",), tables: int = 3,
              rows: int = 100, changes: int = 500, seed: int = 1, quirks: list[str] | None = None,
-             rotate: int = 500, write_changes: bool = True) -> Manifest:
+             rotate: int = 500, write_changes: bool = True, gap_days: float = 0,
+             log: DeliveryLog | None = None) -> Manifest:
     """Simulate one history and write it for every chosen vendor format, plus truth and manifest.
 
     Args:
@@ -99,14 +100,23 @@ def simulate(out: str | Path, vendors: list[str] | tuple[str, ...] | str = ("all
         quirks: delivery quirks to switch on; None = all of them, [] or ['none'] = none.
         rotate: records per output file before rotating.
         write_changes: also write `truth/changes.jsonl` (one line per source event).
+        gap_days: the source pauses this long after 40 % of the changes (the feeder's late file).
+        log: records when each file got its last record (the feeder's delivery order).
     """
     if rows < 0 or changes < 0:
         raise ValueError("rows and changes must be >= 0")
     vfs, on = resolve_formats(vendors), parse_quirks(quirks)
     root = Path(out)
     _clean(root, vfs)
-    history = History(tables, rows, changes, seed)
-    defs = history.defs
+    history = History(tables, rows, changes, seed, gap_days)
+    with recording(log):
+        return _write(root, history, vfs, on, rotate, write_changes, log or DeliveryLog())
+
+
+def _write(root: Path, history: History, vfs: list[str], on: frozenset[str], rotate: int, write_changes: bool,
+           log: DeliveryLog) -> Manifest:
+    """Feed the history to every chosen encoder and the truth; write the manifest."""
+    defs, seed, tables, rows, changes = history.defs, history.seed, len(history.defs), history.rows, history.changes
     encoders = [FORMATS[vf].encoder(root, defs, seed, on, rotate, FORMATS[vf].folder) for vf in vfs]
     truth = TruthBuilder(root, history, vfs, write_changes)
     kinds: Counter[str] = Counter()
@@ -132,6 +142,7 @@ def simulate(out: str | Path, vendors: list[str] | tuple[str, ...] | str = ("all
         kinds[nxt.kind] += 1
         buffered.append(nxt)
     snapshot_rows, ts, at_seq = _backfill_state(defs, initial, buffered if overlap else [])
+    log.clock_us = ts
     for enc in encoders:
         for t in defs:
             enc.backfill(t, snapshot_rows[t.index], ts, at_seq)
@@ -142,6 +153,7 @@ def simulate(out: str | Path, vendors: list[str] | tuple[str, ...] | str = ("all
         if ev.kind in ("DDL", "TRUNCATE"):
             special[ev.kind] = {"table": defs[ev.table].name, "seq": ev.seq, "statement": ev.ddl}
         truth.event(ev)
+        log.clock_us = ev.ts_us
         for enc in encoders:
             enc.change(ev)
     for enc in encoders:
@@ -225,11 +237,11 @@ def _vendor_format(enc: Any, defs: tuple[TableDef, ...], root: Path, seed: int, 
 
 
 def simulate_command(vendors: list[str], tables: int, rows: int, changes: int, seed: int, out: str,
-                     quirks: list[str] | None) -> int:
+                     quirks: list[str] | None, rotate: int = 500) -> int:
     """CLI entry (`cdcnorm simulate`): run, print a short summary, return the exit code (0 ok, 2 usage)."""
     try:
         manifest = simulate(out, vendors or ["all"], tables=tables, rows=rows, changes=changes, seed=seed,
-                            quirks=quirks)
+                            quirks=quirks, rotate=rotate)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -7,11 +7,12 @@ can be switched off. Quirk randomness comes from the lane's own RNG, never from 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import heapq
 import io
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,11 +119,45 @@ def late_files(files: list[str], seed: int, vf: str) -> list[str]:
     return [f for f in sorted(files) if rng.random() < LATE_RATE]
 
 
+class DeliveryLog:
+    """When each file became complete: the global write count and the history's clock at its last record.
+
+    Why: a vendor delivers a file once it is complete, so a feeder (cdcnorm.simulate.feed) that drops files in
+    the order of their last write replays the delivery order of one history across every vendor's lanes. The
+    simulator advances `clock_us` as it hands events to the encoders; `Rotator.write` reports each write.
+    """
+
+    def __init__(self) -> None:
+        self.clock_us = 0
+        self.writes = 0
+        self.files: dict[str, tuple[int, int]] = {}  # path -> (write count, clock) at its last record
+
+    def wrote(self, path: Path) -> None:
+        self.writes += 1
+        self.files[str(path)] = (self.writes, self.clock_us)
+
+
+_RECORDING: list[DeliveryLog] = []
+"""The log of the simulation running now (at most one): a module-level hook, so the encoders stay unaware."""
+
+
+@contextlib.contextmanager
+def recording(log: DeliveryLog | None) -> Iterator[None]:
+    """Report every file write of the block to `log` (None: record nothing)."""
+    if log is not None:
+        _RECORDING.append(log)
+    try:
+        yield
+    finally:
+        if log is not None:
+            _RECORDING.remove(log)
+
+
 class Rotator:
     """Write items into a sequence of files, a new one every `rotate` items.
 
     `factory(file_no, first_item)` opens the next file (so names can depend on the first item, e.g. the
-    Datastream minute folder); the file object needs `write(item)` and `close()`.
+    Datastream minute folder); the file object needs `write(item)`, `close()` and `path`.
     """
 
     def __init__(self, rotate: int, factory: Callable[[int, Any], Any]):
@@ -137,6 +172,8 @@ class Rotator:
             self.file_no += 1
         self.file.write(item)
         self.count += 1
+        if _RECORDING:
+            _RECORDING[-1].wrote(self.file.path)
 
     def close(self) -> None:
         if self.file is not None:
@@ -177,6 +214,7 @@ class ConcatFile:
     """Blobs back to back with no separator (DataHub's OSS export of a BLOB topic)."""
 
     def __init__(self, path: Path):
+        self.path = path
         self.fh = _open_binary(path)
 
     def write(self, blob: bytes) -> None:
@@ -190,6 +228,7 @@ class AvroFile:
     """An Avro object container file (codec null, like every real file in the corpus)."""
 
     def __init__(self, path: Path, schema: dict, sync_marker: bytes | None = None):
+        self.path = path
         self.fh = _open_binary(path)
         self.writer = Writer(self.fh, parse_schema(schema), codec="null", sync_interval=1 << 20,
                              sync_marker=sync_marker)

@@ -244,11 +244,14 @@ class _Values:
 class History:
     """Iterate the source history: SNAPSHOT rows for every table, then the changes in commit order."""
 
-    def __init__(self, tables: int = 3, rows: int = 100, changes: int = 500, seed: int = 1):
+    def __init__(self, tables: int = 3, rows: int = 100, changes: int = 500, seed: int = 1, gap_days: float = 0):
         self.defs = build_tables(tables)
         self.rows, self.changes, self.seed = rows, changes, seed
         self.ddl_at = max(1, changes // 2)
         self.truncate_at = max(1, (2 * changes) // 3)
+        # gap_days: the source pauses this long after 40 % of the changes (no random draw: the rows and their
+        # order stay those of the same seed without a gap); the feeder's "two days late" file needs it
+        self.gap_us, self.gap_at = int(gap_days * 86_400_000_000), (2 * changes) // 5
 
     def __iter__(self) -> Iterator[Event]:
         rng = random.Random(f"cdcnorm-simulate:{self.seed}")
@@ -270,8 +273,11 @@ class History:
         ts = START_US + 1_000_000
         seq = tx = done = 0
         ddl_done = truncate_done = False
+        gap_left = self.gap_us
         while done < self.changes:
             ts += 1_000 + int(rng.random() * 1_499_000)
+            if gap_left and done >= self.gap_at:
+                ts, gap_left = ts + gap_left, 0
             if not ddl_done and done >= self.ddl_at:
                 ddl_done = True
                 t = next(t for t in self.defs if t.ddl)

@@ -269,6 +269,7 @@ class _CsvFile:
     """One Tuple export file: a header line, then one CSV row per DataHub record."""
 
     def __init__(self, path: Path, header: list[str]):
+        self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self.fh = open(path, "w", encoding="utf-8", newline="")  # noqa: SIM115
         self.csv = csv.writer(self.fh, lineterminator="\n")

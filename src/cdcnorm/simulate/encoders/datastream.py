@@ -201,6 +201,9 @@ class DatastreamEncoder:
         for row in rows:
             meta = self._metadata(t, "INSERT", False, at_seq, None, row, backfill=True)
             lane.put(self._event(t, 1, ms, "backfill", meta, row))
+        # the backfill is over: its lane takes nothing more, so flushing it now writes the same bytes as at the
+        # end, and its files are complete before the CDC (the feeder delivers them first)
+        lane.close()
 
     def change(self, ev: Event) -> None:
         if ev.kind in ("DDL", "TRUNCATE"):
@@ -324,7 +327,7 @@ class _File:
     """One output file; assigns the delivery-time fields (uuid, read_timestamp) as events are written."""
 
     def __init__(self, enc: DatastreamEncoder, t: TableDef, v: _Version, path: Path, gz: bool, shared_uuid: bool):
-        self.enc, self.t, self.v = enc, t, v
+        self.enc, self.t, self.v, self.path = enc, t, v, path
         digest = hashlib.sha1(str(path.relative_to(enc.root)).encode()).hexdigest()
         self.prefix = f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:24]}"
         self.shared_uuid, self.n = shared_uuid, 0
