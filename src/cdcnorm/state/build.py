@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from cdcnorm.errors import UsageError
 from cdcnorm.lake import Lake
 from cdcnorm.session import use_portable_parquet
+from cdcnorm.state.hints import apply_hints, parse_hints
 from cdcnorm.state.index import build_summary, write_index
 from cdcnorm.state.merge import live_state
 from cdcnorm.state.paths import TableId
@@ -39,19 +40,23 @@ class ApplyResult(dict):
             self._cached.unpersist()
 
 
-def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write: bool = True) -> ApplyResult:
+def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write: bool = True,
+          column_types: dict[str, str] | None = None) -> ApplyResult:
     """Current state of every source table in `lake` (or those named in `tables`) as typed DataFrames.
 
     With `write`, each table is written (overwrite) under `LAKE/current/` and the returned DataFrames read
     the written files; without it, the state is computed once, persisted, and the DataFrames are views of it.
+    `column_types` (`{"db.table.column": "TYPE"}`, see cdcnorm.state.hints) overrides declared and inferred types.
     """
     use_portable_parquet(spark)
     lk = Lake(spark, lake)
+    hints = parse_hints([f"{k}={v}" for k, v in (column_types or {}).items()])
     with lk.writer("apply") if write else nullcontext():  # one writer per lake (cdcnorm.lake_lock)
-        return _apply(spark, lk, lake, tables, write)
+        return _apply(spark, lk, lake, tables, write, hints)
 
 
-def _apply(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None, write: bool) -> ApplyResult:
+def _apply(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None, write: bool,
+           hints: dict[str, str]) -> ApplyResult:
     selected = name_filter(tables)
     # An event id is applied once, even if a redelivery older than the dedup window reached the lake twice.
     changes = lk.changes().dropDuplicates(["event_id"]).withColumn("_tid", table_hash())
@@ -61,6 +66,7 @@ def _apply(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None, w
     latest = latest_schemas(schemas)
     stats = table_stats(changes, set(latest))
     plans = plan_tables(stats, latest)
+    apply_hints(plans, hints, require_all=not tables)
     if tables and not plans:
         raise UsageError(f"No table in {lake} matches {', '.join(tables)} (give table, schema.table or db.schema.table).")
     frames: dict[TableId, DataFrame] = {}

@@ -32,7 +32,7 @@ def _typed(state: DataFrame, plan: TablePlan) -> DataFrame:
         state = state.withColumn("_rep", F.explode(F.sequence(F.lit(1).cast("long"), F.col("_n"))))
     if not plan.columns:
         return state.select(F.col("values").alias("_row"))  # no schema and nothing to infer from: keep the image
-    return state.select(*[extract(F.col("values"), c.name, c.type, c.canonical_type).alias(c.name)
+    return state.select(*[extract(F.col("values"), c.name, c.type, c.canonical_type, c.naive_utc).alias(c.name)
                           for c in plan.columns])
 
 

@@ -1,0 +1,230 @@
+"""Column types inferred from untyped (JSON) values: observed while decoding, folded into schema versions.
+
+Why: a JSON source (Datastream JSON) declares no column types, so a table applied from it would keep every
+timestamp as text. The adapter observes each value it decodes anyway (:class:`TypeObserver`, per file, no
+extra pass) and stores a small per-column *summary* of what it saw in the schema version's `vendor_type`, as
+`json:<kinds>[;digits=D;scale=S]` (e.g. `json:timestamp`, `json:bigint,int;digits=12`,
+`json:decimal,int;digits=5;scale=2`, `json:text,timestamp`). Summaries only ever widen: the union of kinds,
+the largest digit count and scale. That makes the merge of any number of them (files of one run, rows of
+earlier runs, concurrent writers) order-free, so :func:`fold_versions` can merge every row of a version in
+one Spark aggregation and derive `canonical_type` from the merged summary (:func:`canonical_of`, the only
+place the rule is written):
+
+| kinds seen | canonical_type |
+|---|---|
+| `int` only | `int` (every integer fits 32 bits) |
+| `int`, `bigint` | `bigint` (every integer fits 64 bits) |
+| with `integer` (beyond 64 bits) and no `decimal` | `decimal(D,0)` |
+| with `decimal` (a non-integer number) | `decimal(D+S,S)`: D integer digits and S fraction digits hold every value |
+| `date` only | `date` |
+| `timestamp`, with or without `date` | `timestamp` (a date is midnight UTC) |
+| `timestamp_ntz`, with or without `date` | `timestamp_ntz` |
+| `boolean` only / `text` only | `boolean` / `string` |
+| `json` (an object or array), with anything | `json` (VARIANT keeps every value) |
+| any other mix (text and timestamps, numbers and text, ...) | `string`, noted by `cdcnorm apply` |
+
+A column whose version also has a declared vendor type (a row without the `json:` prefix) keeps the declared
+type: declared types win over inference.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from decimal import Decimal
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+PREFIX = "json:"
+INT32 = (-(1 << 31), (1 << 31) - 1)
+INT64 = (-(1 << 63), (1 << 63) - 1)
+NUMBER_KINDS = ("int", "bigint", "integer", "decimal")
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(Z|[+-]\d{2}:\d{2})?)?")
+"""ISO-8601 date, or date-time with seconds and at most microseconds, zone `Z` or `+HH:MM` or none: the forms
+Datastream writes and Spark parses exactly. Anything else (finer fractions, which a timestamp would truncate,
+`+HHMM`, no seconds) stays text."""
+
+
+class ColumnSummary:
+    """What one column's values looked like: their kinds, integer range, digits and scale."""
+
+    __slots__ = ("kinds", "lo", "hi", "digits", "scale")
+
+    def __init__(self) -> None:
+        self.kinds: set[str] = set()
+        self.lo = self.hi = 0
+        self.digits = self.scale = 0
+
+    def add(self, value: Any, naive: str) -> None:
+        """Observe one non-null value; `naive` is the kind a date-time text without a zone is (vendor rule)."""
+        if isinstance(value, str):
+            self.kinds.add(_text_kind(value, naive))
+        elif isinstance(value, bool):
+            self.kinds.add("boolean")
+        elif isinstance(value, int):
+            if not self.kinds.intersection(NUMBER_KINDS):
+                self.lo = self.hi = value
+            elif value < self.lo:
+                self.lo = value
+            elif value > self.hi:
+                self.hi = value
+            self.kinds.add("int" if INT32[0] <= value <= INT32[1] else
+                           "bigint" if INT64[0] <= value <= INT64[1] else "integer")
+        elif isinstance(value, Decimal):
+            if not value.is_finite():
+                self.kinds.add("text")
+                return
+            _sign, digits, exp = value.as_tuple()
+            self.kinds.add("decimal")
+            scale = -exp if isinstance(exp, int) and exp < 0 else 0
+            whole = len(digits) - scale if scale else len(digits) + int(exp)  # type: ignore[arg-type]
+            self.digits, self.scale = max(self.digits, whole), max(self.scale, scale)
+        elif isinstance(value, float):  # typed sources only: JSON numbers arrive as int or exact Decimal
+            self.add(Decimal(repr(value)), naive)
+        elif isinstance(value, dt.datetime):
+            self.kinds.add("timestamp_ntz" if value.tzinfo is None else "timestamp")
+        elif isinstance(value, dt.date):
+            self.kinds.add("date")
+        elif isinstance(value, dict | list):
+            self.kinds.add("json")
+        elif isinstance(value, bytes | bytearray):
+            self.kinds.add("text")
+
+    def vendor_type(self) -> str:
+        """The summary as stored in `vendor_type` (`json:<kinds>[;digits=D;scale=S]`)."""
+        text = PREFIX + ",".join(sorted(self.kinds))
+        if self.kinds.intersection(NUMBER_KINDS):
+            whole = max(self.digits, len(str(abs(self.lo))), len(str(abs(self.hi))))
+            text += f";digits={whole};scale={self.scale}"
+        return text
+
+
+def _text_kind(s: str, naive: str) -> str:
+    """`date`, a timestamp kind, or `text` for one string value (a cheap prefix test first)."""
+    if len(s) < 10 or s[4] != "-" or not s[:4].isdigit():
+        return "text"
+    m = _ISO.fullmatch(s)
+    if m is None:
+        return "text"
+    try:
+        dt.datetime.fromisoformat(s if len(s) > 10 else s + "T00:00")  # a real calendar date and time
+    except ValueError:
+        return "text"
+    if len(s) == 10:
+        return "date"
+    return "timestamp" if m.group(1) else naive
+
+
+class TypeObserver:
+    """Per-file summaries of every table version's columns, filled while the adapter decodes values.
+
+    `naive` is the vendor's documented meaning of a date-time text without a zone: `timestamp` (it is UTC,
+    Datastream) or `timestamp_ntz` (a wall-clock time).
+    """
+
+    def __init__(self, naive: str = "timestamp") -> None:
+        self.naive = naive
+        self.tables: dict[Any, dict[str, ColumnSummary]] = {}
+
+    def observe(self, ident: Any, *images: dict[str, Any] | None) -> None:
+        """Observe the values of one change's row images (`None` values carry no type)."""
+        cols = self.tables.setdefault(ident, {})
+        naive = self.naive
+        for image in images:
+            if not image:
+                continue
+            for name, value in image.items():
+                summary = cols.get(name)
+                if summary is None:
+                    summary = cols[name] = ColumnSummary()
+                if value is not None:
+                    summary.add(value, naive)
+
+    def summaries(self, ident: Any) -> dict[str, ColumnSummary]:
+        return self.tables.get(ident, {})
+
+
+# -- Spark: merge summaries and derive the canonical type (one rule, used by normalize and by every reader) ----
+def _kinds(vendor_type: Column) -> Column:
+    return F.split(F.regexp_extract(vendor_type, r"^json:([^;]*)", 1), ",")
+
+
+def _number(vendor_type: Column, name: str) -> Column:
+    return F.regexp_extract(vendor_type, rf";{name}=(\d+)", 1).try_cast("int")
+
+
+def canonical_of(kinds: Column, digits: Column, scale: Column) -> Column:
+    """`canonical_type` for a merged summary (see the module's table); null when no value was seen."""
+    def has(k: str) -> Column:
+        return F.array_contains(kinds, k)
+
+    def only(*allowed: str) -> Column:
+        return F.size(F.array_except(kinds, F.array(*[F.lit(a) for a in allowed]))) == 0
+
+    numeric = F.concat(F.lit("decimal("), F.greatest(digits + scale, F.lit(1)).cast("string"), F.lit(","),
+                       scale.cast("string"), F.lit(")"))
+    return (F.when(F.size(kinds) == 0, F.lit(None).cast("string"))
+            .when(has("json"), F.lit("json"))
+            .when(only(*NUMBER_KINDS), F.when(has("decimal") | has("integer"), numeric)
+                  .when(has("bigint"), F.lit("bigint")).otherwise(F.lit("int")))
+            .when(only("date"), F.lit("date"))
+            .when(only("date", "timestamp"), F.lit("timestamp"))
+            .when(only("date", "timestamp_ntz"), F.lit("timestamp_ntz"))
+            .when(only("boolean"), F.lit("boolean"))
+            .otherwise(F.lit("string")))
+
+
+def fold_versions(rows: DataFrame) -> DataFrame:
+    """One row per `version_id` from any number of schema-version rows (same columns as the input).
+
+    The row with the earliest `first_seen` gives the version's metadata and declared columns (as before
+    inference existed); inferred (`json:`) columns are merged over every row of the version, and a column
+    declared in any row keeps its declared type. Schema versions are metadata (a row per file and table at
+    most), so this aggregation is small.
+    """
+    names = rows.columns
+    order = F.struct(F.col("first_seen").isNull(), F.col("first_seen"))
+    first = rows.groupBy("version_id").agg(F.min_by(F.struct(*[F.col(f"`{n}`") for n in names]), order).alias("s"))
+    cols = rows.select("version_id", order.alias("_o"), F.explode("columns").alias("c"))
+    inferred = F.coalesce(F.col("c.vendor_type").startswith(PREFIX), F.lit(False))
+    kinds = F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(inferred, _kinds(F.col("c.vendor_type")))))))
+    kinds = F.filter(kinds, lambda k: k != "")
+    digits = F.coalesce(F.max(F.when(inferred, _number(F.col("c.vendor_type"), "digits"))), F.lit(0))
+    scale = F.coalesce(F.max(F.when(inferred, _number(F.col("c.vendor_type"), "scale"))), F.lit(0))
+    per_col = cols.groupBy("version_id", F.col("c.name").alias("_name")).agg(
+        F.min_by("c", F.when(~inferred, F.col("_o"))).alias("declared"),
+        F.min_by("c", F.col("_o")).alias("firstcol"),
+        F.min("c.ordinal").alias("_ordinal"), F.max(inferred.cast("int")).alias("_inferred"),
+        kinds.alias("_kinds"), digits.alias("_digits"), scale.alias("_scale"),
+    )
+    numeric = F.exists("_kinds", lambda k: k.isin(*NUMBER_KINDS))
+    vendor_type = F.concat(F.lit(PREFIX), F.array_join("_kinds", ","),
+                           F.when(numeric, F.format_string(";digits=%d;scale=%d", "_digits", "_scale"))
+                           .otherwise(F.lit("")))
+    merged = F.struct(
+        F.col("_name").alias("name"), vendor_type.alias("vendor_type"),
+        canonical_of(F.col("_kinds"), F.col("_digits"), F.col("_scale")).alias("canonical_type"),
+        F.col("_ordinal").alias("ordinal"), F.col("firstcol.pk_position").alias("pk_position"),
+        F.col("firstcol.nullable").alias("nullable"))
+    col = F.when(F.col("declared").isNotNull(), F.col("declared")).otherwise(merged)
+    folded = (per_col.groupBy("version_id")
+              .agg(F.max("_inferred").alias("_any"),
+                   F.array_sort(F.collect_list(F.struct(F.col("_ordinal"), F.col("_name"), col.alias("c"))))
+                   .alias("_cols"))
+              .select("version_id", "_any", F.transform("_cols", lambda x: x["c"]).alias("_columns")))
+    out = first.join(folded, "version_id", "left").select(
+        *[F.col(f"s.`{n}`").alias(n) for n in names if n != "columns"],
+        F.when(F.col("_any") == 1, F.col("_columns")).otherwise(F.col("s.columns")).alias("columns"))
+    return out.select(*names)
+
+
+def inference_note(vendor_type: str | None, canonical: str | None) -> str | None:
+    """Why an inferred column fell back to `string` (mixed kinds), for `cdcnorm apply`'s index; else None."""
+    if not vendor_type or not vendor_type.startswith(PREFIX) or canonical != "string":
+        return None
+    kinds = vendor_type[len(PREFIX):].split(";", 1)[0].split(",")
+    if len(kinds) < 2:
+        return None
+    return f"values of mixed kinds ({', '.join(kinds)}): kept as string"
