@@ -64,7 +64,7 @@ class ColumnSummary:
         elif isinstance(value, bool):
             self.kinds.add("boolean")
         elif isinstance(value, int):
-            if not self.kinds.intersection(NUMBER_KINDS):
+            if not self.kinds.intersection(("int", "bigint", "integer")):
                 self.lo = self.hi = value
             elif value < self.lo:
                 self.lo = value
@@ -96,7 +96,9 @@ class ColumnSummary:
         """The summary as stored in `vendor_type` (`json:<kinds>[;digits=D;scale=S]`)."""
         text = PREFIX + ",".join(sorted(self.kinds))
         if self.kinds.intersection(NUMBER_KINDS):
-            whole = max(self.digits, len(str(abs(self.lo))), len(str(abs(self.hi))))
+            whole = self.digits
+            if self.kinds.intersection(("int", "bigint", "integer")):
+                whole = max(whole, len(str(abs(self.lo))), len(str(abs(self.hi))))
             text += f";digits={whole};scale={self.scale}"
         return text
 
