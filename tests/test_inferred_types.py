@@ -154,6 +154,7 @@ def _types(frames) -> dict[str, str]:
     return {f.name: f.dataType.simpleString() for f in df.schema.fields}
 
 
+@pytest.mark.slow  # five Spark runs; the fast suite has the one-run merge below
 def test_widening_across_runs_reaches_the_schema_version_and_is_reported(spark, tmp_path):
     lake = str(tmp_path / "lake")
     first = [_event(i, {"id": i, "amount": 1.5, "paid_at": "2024-03-01T10:00:00Z", "day": "2024-03-01",
@@ -200,21 +201,31 @@ def test_widening_across_runs_reaches_the_schema_version_and_is_reported(spark, 
         cdcnorm.apply(spark, lake, write=False, column_types={"other.id": "int"})
 
 
-def test_naive_text_is_utc_whatever_the_session_time_zone(spark, tmp_path):
+def test_one_run_merges_its_files_and_apply_types_the_columns(spark, tmp_path):
+    """Two files of one version in one run: their summaries merge (int + 64-bit -> bigint, text + timestamp ->
+    string, noted); naive text is UTC whatever the session's time zone; hints win over inference."""
     lake = str(tmp_path / "lake")
-    events = [_event(1, {"id": 1, "at": "2021-12-25T05:42:04.408", "on": "2021-12-25"})]
-    cdcnorm.normalize([_write(tmp_path / "in" / "a.jsonl", events)], "datastream", spark=spark, lake=lake)
+    a = [_event(1, {"id": 1, "at": "2021-12-25T05:42:04.408", "on": "2021-12-25", "note": "2024-03-01T10:00:00Z"})]
+    b = [_event(2, {"id": 5_000_000_000, "at": "2021-12-26T00:00:00Z", "on": "2021-12-26", "note": "n/a"})]
+    cdcnorm.normalize([_write(tmp_path / "in" / "a.jsonl", a), _write(tmp_path / "in" / "b.jsonl", b)], "datastream",
+                      spark=spark, lake=lake)
     zone = spark.conf.get("spark.sql.session.timeZone")
     spark.conf.set("spark.sql.session.timeZone", "America/New_York")
     try:
-        frames = cdcnorm.apply(spark, lake, write=False)
+        frames = cdcnorm.apply(spark, lake, write=False, column_types={"orders.on": "timestamp"})
         (df,) = frames.values()
-        row = df.select(F.unix_micros("at").alias("us"), "on").collect()[0]
+        rows = {r["id"]: r for r in df.select("id", F.unix_micros("at").alias("at"), F.unix_micros("on").alias("on"),
+                                               "note").collect()}
         frames.unpersist()
     finally:
         spark.conf.set("spark.sql.session.timeZone", zone)
-    assert row["us"] == micros(dt.datetime(2021, 12, 25, 5, 42, 4, 408000, tzinfo=UTC))
-    assert row["on"] == dt.date(2021, 12, 25)
+    assert _types(frames) == {"id": "bigint", "at": "timestamp", "on": "timestamp", "note": "string"}
+    assert rows[1]["at"] == micros(dt.datetime(2021, 12, 25, 5, 42, 4, 408000, tzinfo=UTC))
+    assert rows[1]["on"] == micros(dt.datetime(2021, 12, 25, tzinfo=UTC))  # the hint; a date is midnight UTC
+    assert (rows[1]["note"], rows[5_000_000_000]["note"]) == ("2024-03-01T10:00:00Z", "n/a")
+    cols = {c["name"]: c for c in frames.summary["tables"][0]["columns"]}
+    assert (cols["on"]["from"], cols["at"]["from"]) == ("hint", "inferred")
+    assert cols["note"]["note"] == "values of mixed kinds (text, timestamp): kept as string"
 
 
 def test_messages_record_their_summaries_at_the_end_of_a_partition(spark):
