@@ -41,10 +41,10 @@ PREFIX = "json:"
 INT32 = (-(1 << 31), (1 << 31) - 1)
 INT64 = (-(1 << 63), (1 << 63) - 1)
 NUMBER_KINDS = ("int", "bigint", "integer", "decimal")
-_ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(Z|[+-]\d{2}:\d{2})?)?")
-"""ISO-8601 date, or date-time with seconds and at most microseconds, zone `Z` or `+HH:MM` or none: the forms
-Datastream writes and Spark parses exactly. Anything else (finer fractions, which a timestamp would truncate,
-`+HHMM`, no seconds) stays text."""
+_TAIL = re.compile(r"(?:\.\d{1,6})?(Z|[+-]\d{2}:\d{2})?")
+"""What may follow `YYYY-MM-DD[T ]HH:MM:SS` in a date-time text: at most six fraction digits, then `Z`,
+`+HH:MM` or nothing. These are the forms Datastream writes and Spark parses exactly; anything else (finer
+fractions, which a timestamp would truncate, `+HHMM`, no seconds) stays text."""
 
 
 class ColumnSummary:
@@ -104,18 +104,25 @@ class ColumnSummary:
 
 
 def _text_kind(s: str, naive: str) -> str:
-    """`date`, a timestamp kind, or `text` for one string value (a cheap prefix test first)."""
-    if len(s) < 10 or s[4] != "-" or not s[:4].isdigit():
-        return "text"
-    m = _ISO.fullmatch(s)
-    if m is None:
+    """`date`, a timestamp kind, or `text` for one string value (see :data:`_TAIL` for the accepted forms).
+
+    Cheap structural tests first; `fromisoformat` (C) then proves a real calendar date and time.
+    """
+    n = len(s)
+    if n < 10 or s[4] != "-" or s[7] != "-":
         return "text"
     try:
-        dt.datetime.fromisoformat(s if len(s) > 10 else s + "T00:00")  # a real calendar date and time
+        if n == 10:
+            dt.date.fromisoformat(s)
+            return "date"
+        if n < 19 or s[10] not in "T " or s[13] != ":" or s[16] != ":":
+            return "text"
+        m = _TAIL.fullmatch(s, 19)
+        if m is None:
+            return "text"
+        dt.datetime.fromisoformat(s)
     except ValueError:
         return "text"
-    if len(s) == 10:
-        return "date"
     return "timestamp" if m.group(1) else naive
 
 
@@ -131,8 +138,14 @@ class TypeObserver:
         self.tables: dict[Any, dict[str, ColumnSummary]] = {}
 
     def observe(self, ident: Any, *images: dict[str, Any] | None) -> None:
-        """Observe the values of one change's row images (`None` values carry no type)."""
-        cols = self.tables.setdefault(ident, {})
+        """Observe the values of one change's row images (`None` values carry no type).
+
+        The hot path (every value of a JSON file): text and in-range integers are handled inline, a text
+        already seen in the column costs one set lookup; everything else goes through :meth:`ColumnSummary.add`.
+        """
+        cols = self.tables.get(ident)
+        if cols is None:
+            cols = self.tables[ident] = {}
         naive = self.naive
         for image in images:
             if not image:
@@ -141,7 +154,13 @@ class TypeObserver:
                 summary = cols.get(name)
                 if summary is None:
                     summary = cols[name] = ColumnSummary()
-                if value is not None:
+                t = type(value)
+                if t is str:
+                    kinds = summary.kinds
+                    if "text" in kinds and len(kinds) > 1 and "json" not in kinds:
+                        continue  # already a mixed (string) column: no text can change its type
+                    kinds.add(_text_kind(value, naive))
+                elif value is not None:
                     summary.add(value, naive)
 
     def summaries(self, ident: Any) -> dict[str, ColumnSummary]:
