@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import cdcnorm
-from cdcnorm.canonical.inferred import ColumnSummary, fold_versions
+from cdcnorm.canonical.inferred import ColumnSummary, fold_versions, widen_over_tables
 from cdcnorm.canonical.schema import schema_versions_schema
 from cdcnorm.errors import UsageError
 from cdcnorm.lake import Lake
@@ -112,6 +112,22 @@ def test_a_declared_type_wins_over_inference(spark):
         ("v", t2, [("id", "long", "bigint"), ("paid", "timestampTz", "timestamp")]),
     ])
     assert got["v"] == [("id", "long", "bigint"), ("paid", "timestampTz", "timestamp")]
+
+
+def test_apply_types_a_version_for_the_values_of_every_version_of_its_table(spark):
+    """After a DDL, the new schema key may so far hold only small numbers; rows last written under the old
+    key stay in the current state, so the table's type must hold their values too."""
+    t1, t2 = dt.datetime(2024, 1, 1, tzinfo=UTC), dt.datetime(2024, 1, 2, tzinfo=UTC)
+    rows = _version_rows(spark, [
+        ("old", t1, [("id", "json:int;digits=3;scale=0", None), ("amount", "json:decimal;digits=7;scale=2", None),
+                     ("gone", "json:text", None)]),
+        ("new", t2, [("id", "json:int;digits=3;scale=0", None), ("amount", "json:decimal;digits=2;scale=3", None),
+                     ("added", "json:date", None)]),
+    ])
+    got = {r["version_id"]: [(c["name"], c["canonical_type"]) for c in r["columns"]]
+           for r in widen_over_tables(fold_versions(rows)).collect()}
+    assert got["new"] == [("id", "int"), ("amount", "decimal(10,3)"), ("added", "date")]
+    assert got["old"] == [("id", "int"), ("amount", "decimal(10,3)"), ("gone", "string")]
 
 
 def test_widening_rule_of_reported_type_changes():

@@ -197,8 +197,8 @@ def canonical_of(kinds: Column, digits: Column, scale: Column) -> Column:
             .otherwise(F.lit("string")))
 
 
-def fold_versions(rows: DataFrame) -> DataFrame:
-    """One row per `version_id` from any number of schema-version rows (same columns as the input).
+def fold_versions(rows: DataFrame, key: str = "version_id") -> DataFrame:
+    """One row per `version_id` (or `key`) from any number of schema-version rows (same columns as the input).
 
     The row with the earliest `first_seen` gives the version's metadata and declared columns (as before
     inference existed); inferred (`json:`) columns are merged over every row of the version, and a column
@@ -207,14 +207,14 @@ def fold_versions(rows: DataFrame) -> DataFrame:
     """
     names = rows.columns
     order = F.struct(F.col("first_seen").isNull(), F.col("first_seen"))
-    first = rows.groupBy("version_id").agg(F.min_by(F.struct(*[F.col(f"`{n}`") for n in names]), order).alias("s"))
-    cols = rows.select("version_id", order.alias("_o"), F.explode("columns").alias("c"))
+    first = rows.groupBy(key).agg(F.min_by(F.struct(*[F.col(f"`{n}`") for n in names]), order).alias("s"))
+    cols = rows.select(key, order.alias("_o"), F.explode("columns").alias("c"))
     inferred = F.coalesce(F.col("c.vendor_type").startswith(PREFIX), F.lit(False))
     kinds = F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(inferred, _kinds(F.col("c.vendor_type")))))))
     kinds = F.filter(kinds, lambda k: k != "")
     digits = F.coalesce(F.max(F.when(inferred, _number(F.col("c.vendor_type"), "digits"))), F.lit(0))
     scale = F.coalesce(F.max(F.when(inferred, _number(F.col("c.vendor_type"), "scale"))), F.lit(0))
-    per_col = cols.groupBy("version_id", F.col("c.name").alias("_name")).agg(
+    per_col = cols.groupBy(key, F.col("c.name").alias("_name")).agg(
         F.min_by("c", F.when(~inferred, F.col("_o"))).alias("declared"),
         F.min_by("c", F.col("_o")).alias("firstcol"),
         F.min("c.ordinal").alias("_ordinal"), F.max(inferred.cast("int")).alias("_inferred"),
@@ -230,15 +230,39 @@ def fold_versions(rows: DataFrame) -> DataFrame:
         F.col("_ordinal").alias("ordinal"), F.col("firstcol.pk_position").alias("pk_position"),
         F.col("firstcol.nullable").alias("nullable"))
     col = F.when(F.col("declared").isNotNull(), F.col("declared")).otherwise(merged)
-    folded = (per_col.groupBy("version_id")
+    folded = (per_col.groupBy(key)
               .agg(F.max("_inferred").alias("_any"),
                    F.array_sort(F.collect_list(F.struct(F.col("_ordinal"), F.col("_name"), col.alias("c"))))
                    .alias("_cols"))
-              .select("version_id", "_any", F.transform("_cols", lambda x: x["c"]).alias("_columns")))
-    out = first.join(folded, "version_id", "left").select(
+              .select(key, "_any", F.transform("_cols", lambda x: x["c"]).alias("_columns")))
+    out = first.join(folded, key, "left").select(
         *[F.col(f"s.`{n}`").alias(n) for n in names if n != "columns"],
         F.when(F.col("_any") == 1, F.col("_columns")).otherwise(F.col("s.columns")).alias("columns"))
     return out.select(*names)
+
+
+def widen_over_tables(versions: DataFrame) -> DataFrame:
+    """Every version's inferred columns typed for the whole table: merged over all versions of the table.
+
+    Why: a table's current state holds rows last written under older versions too, and a version's summary
+    covers only the values seen under it (a new schema key after a DDL may so far have seen only small
+    numbers). Used by `cdcnorm apply` on the folded versions (one row each); a column some version declares
+    takes the declared type (declared types win over inference).
+    """
+    ident = F.sha2(F.to_json(F.array(*[F.col(f"`{c}`") for c in ("vendor", "stream", "database", "schema", "table")])),
+                   256)
+    tagged = versions.withColumn("_table", ident)
+    merged = fold_versions(tagged, key="_table").select(
+        "_table", F.map_from_entries(F.transform("columns", lambda c: F.struct(c["name"], c))).alias("_by_name"))
+
+    def retyped(c: Column) -> Column:
+        table_wide = F.element_at(F.col("_by_name"), c["name"])
+        inferred = F.coalesce(c["vendor_type"].startswith(PREFIX), F.lit(False)) & table_wide.isNotNull()
+        return F.when(inferred, c.withField("vendor_type", table_wide["vendor_type"])
+                      .withField("canonical_type", table_wide["canonical_type"])).otherwise(c)
+
+    out = tagged.join(merged, "_table", "left").withColumn("columns", F.transform("columns", retyped))
+    return out.select(*versions.columns)
 
 
 def inference_note(vendor_type: str | None, canonical: str | None) -> str | None:

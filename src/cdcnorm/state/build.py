@@ -15,6 +15,7 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
+from cdcnorm.canonical.inferred import widen_over_tables
 from cdcnorm.errors import UsageError
 from cdcnorm.lake import Lake
 from cdcnorm.session import use_portable_parquet
@@ -60,7 +61,7 @@ def _apply(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None, w
     selected = name_filter(tables)
     # An event id is applied once, even if a redelivery older than the dedup window reached the lake twice.
     changes = lk.changes().dropDuplicates(["event_id"]).withColumn("_tid", table_hash())
-    schemas = lk.schemas()
+    schemas = widen_over_tables(lk.schemas())  # inferred types hold the values of every version (canonical.inferred)
     if selected is not None:
         changes, schemas = changes.where(selected), schemas.where(selected)
     latest = latest_schemas(schemas)
