@@ -106,12 +106,14 @@ def test_fold_widens_every_column_over_all_rows_of_a_version(spark):
 
 
 def test_a_declared_type_wins_over_inference(spark):
-    t1, t2 = dt.datetime(2024, 1, 1, tzinfo=UTC), dt.datetime(2024, 1, 2, tzinfo=UTC)
+    """A vendor type wins; a row of a lake written before inference (no vendor type) declares nothing."""
+    t0, t1, t2 = (dt.datetime(2024, 1, d, tzinfo=UTC) for d in (1, 2, 3))
     got = _folded(spark, [
-        ("v", t1, [("id", "json:int;digits=1;scale=0", None), ("paid", "json:text", None)]),
-        ("v", t2, [("id", "long", "bigint"), ("paid", "timestampTz", "timestamp")]),
+        ("v", t0, [("id", None, "bigint"), ("paid", None, "string"), ("old", None, "string")]),
+        ("v", t1, [("id", "json:int;digits=1;scale=0", None), ("paid", "json:timestamp", None)]),
+        ("v", t2, [("id", "long", "bigint")]),
     ])
-    assert got["v"] == [("id", "long", "bigint"), ("paid", "timestampTz", "timestamp")]
+    assert got["v"] == [("id", "long", "bigint"), ("paid", "json:timestamp", "timestamp"), ("old", None, "string")]
 
 
 def test_apply_types_a_version_for_the_values_of_every_version_of_its_table(spark):

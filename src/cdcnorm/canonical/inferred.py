@@ -210,12 +210,14 @@ def fold_versions(rows: DataFrame, key: str = "version_id") -> DataFrame:
     first = rows.groupBy(key).agg(F.min_by(F.struct(*[F.col(f"`{n}`") for n in names]), order).alias("s"))
     cols = rows.select(key, order.alias("_o"), F.explode("columns").alias("c"))
     inferred = F.coalesce(F.col("c.vendor_type").startswith(PREFIX), F.lit(False))
+    # a null vendor_type (JSON versions written before inference existed) declares nothing
+    declared = ~inferred & F.col("c.vendor_type").isNotNull()
     kinds = F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(inferred, _kinds(F.col("c.vendor_type")))))))
     kinds = F.filter(kinds, lambda k: k != "")
     digits = F.coalesce(F.max(F.when(inferred, _number(F.col("c.vendor_type"), "digits"))), F.lit(0))
     scale = F.coalesce(F.max(F.when(inferred, _number(F.col("c.vendor_type"), "scale"))), F.lit(0))
     per_col = cols.groupBy(key, F.col("c.name").alias("_name")).agg(
-        F.min_by("c", F.when(~inferred, F.col("_o"))).alias("declared"),
+        F.min_by("c", F.when(declared, F.col("_o"))).alias("declared"),
         F.min_by("c", F.col("_o")).alias("firstcol"),
         F.min("c.ordinal").alias("_ordinal"), F.max(inferred.cast("int")).alias("_inferred"),
         kinds.alias("_kinds"), digits.alias("_digits"), scale.alias("_scale"),
@@ -229,7 +231,8 @@ def fold_versions(rows: DataFrame, key: str = "version_id") -> DataFrame:
         canonical_of(F.col("_kinds"), F.col("_digits"), F.col("_scale")).alias("canonical_type"),
         F.col("_ordinal").alias("ordinal"), F.col("firstcol.pk_position").alias("pk_position"),
         F.col("firstcol.nullable").alias("nullable"))
-    col = F.when(F.col("declared").isNotNull(), F.col("declared")).otherwise(merged)
+    col = (F.when(F.col("declared").isNotNull(), F.col("declared")).when(F.col("_inferred") == 1, merged)
+           .otherwise(F.col("firstcol")))
     folded = (per_col.groupBy(key)
               .agg(F.max("_inferred").alias("_any"),
                    F.array_sort(F.collect_list(F.struct(F.col("_ordinal"), F.col("_name"), col.alias("c"))))
