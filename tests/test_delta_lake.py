@@ -29,10 +29,11 @@ from cdcnorm.lake import Lake
 from cdcnorm.lake_tables import COMMIT_ORDER
 from conftest import SAMPLES
 
-TABLES = COMMIT_ORDER  # schemas, quarantine, quarantine_resolved, changes, runs
+TABLES = COMMIT_ORDER  # schemas, quarantine, quarantine_resolved, halves, changes, runs
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 TIMESTAMP_COLUMNS = {"changes": ("source_ts", "capture_ts"), "quarantine": ("quarantined_at",),
-                     "schemas": ("first_seen",), "runs": ("finished_at",), "quarantine_resolved": ()}
+                     "schemas": ("first_seen",), "runs": ("finished_at",), "quarantine_resolved": (),
+                     "halves": ("source_ts", "capture_ts", "event_time")}
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +129,7 @@ def test_second_run_adds_nothing_and_all_readers_agree(spark, duck, lake, tmp_pa
     for col in ("key", "after", "before", "key_bytes", "source_ts"):  # the exact comparisons compared values
         assert changes.column(col).null_count < changes.num_rows, f"changes.{col} is always null"
     assert counts == {"schemas": first["schema_versions_new"], "quarantine": 6, "quarantine_resolved": 0,
-                      "changes": first["rows_written"], "runs": 2}
+                      "halves": 0, "changes": first["rows_written"], "runs": 2}
 
 
 def test_tables_use_the_protocol_other_readers_expect(lake):
@@ -139,7 +140,7 @@ def test_tables_use_the_protocol_other_readers_expect(lake):
     assert "variantType" in proto["readerFeatures"] and "variantType" in proto["writerFeatures"]
     assert changes.partition_columns == ["vendor", "source_day"]
     assert {t: delta_replay.snapshot(f"{path}/{t}").partition_columns for t in TABLES if t != "changes"} == {
-        "schemas": [], "quarantine": [], "quarantine_resolved": [], "runs": []}
+        "schemas": [], "quarantine": [], "quarantine_resolved": [], "halves": ["vendor"], "runs": []}
     for name in TABLES:
         snap = delta_replay.snapshot(f"{path}/{name}")
         for rel in snap.files:
@@ -152,7 +153,7 @@ def test_tables_use_the_protocol_other_readers_expect(lake):
                     "INT64", "microseconds", True), f"{name}.{col} in {rel}"
             # DuckDB reads a variant annotated with Parquet's VARIANT logical type as JSON and then fails.
             assert "Variant(" not in str(meta), f"{name}/{rel} annotates its variants"
-        assert snap.files or name == "quarantine_resolved", f"{name} has no live file"
+        assert snap.files or name in ("quarantine_resolved", "halves"), f"{name} has no live file"
 
 
 def test_readers_agree_after_a_checkpoint_and_a_commit_on_top(spark, duck, lake, tmp_path):
@@ -181,7 +182,7 @@ def test_readers_agree_after_a_checkpoint_and_a_commit_on_top(spark, duck, lake,
     counts = assert_readers_agree(spark, duck, path, tmp_path / "read")
     first = lake["first"]
     assert counts == {"schemas": first["schema_versions_new"] + third.report["schema_versions_new"],
-                      "quarantine": 6, "quarantine_resolved": 2,
+                      "quarantine": 6, "quarantine_resolved": 2, "halves": 0,
                       "changes": first["rows_written"] + third.report["rows_written"], "runs": 3}
     resolved, _ = delta_replay.read(f"{path}/quarantine_resolved")
     assert sorted(resolved.column("quarantine_id").to_pylist()) == retried

@@ -124,7 +124,7 @@ def test_lake_is_idempotent_and_appends(spark, inputs, tmp_path, lake_path):
     assert cdcnorm.read_changes(spark, lake_path).count() == 4
     runs = Lake(spark, lake_path).committed_runs()
     assert len(runs) == 3
-    assert json.loads((tmp_path / "lake" / "_cdcnorm.json").read_text())["canonical_version"] == "1"
+    assert json.loads((tmp_path / "lake" / "_cdcnorm.json").read_text())["canonical_version"] == "2"
 
 
 def test_crashed_run_leaves_lake_readable(spark, inputs, lake_path, monkeypatch):

@@ -7,6 +7,7 @@ Layout::
     LAKE/quarantine/               Delta table: rejected records with raw bytes and reason
     LAKE/quarantine_resolved/      Delta table: quarantine ids re-processed successfully by `retry`
     LAKE/schemas/                  Delta table: table schema versions
+    LAKE/halves/                   Delta table: update halves waiting for their partner (cdcnorm.pairing_state)
     LAKE/runs/                     Delta table: one row per committed run, its report and the table versions
     LAKE/_commits/R.json           a run between its first and last commit (see cdcnorm.lake_commit)
 
@@ -30,11 +31,12 @@ from cdcnorm.canonical.inferred import fold_versions
 from cdcnorm.canonical.schema import (
     CANONICAL_VERSION,
     COLUMN_NAMES,
+    COLUMNS,
     QUARANTINE_COLUMNS,
     SCHEMA_VERSION_COLUMNS,
 )
 from cdcnorm.delta.read import read_table
-from cdcnorm.delta.table import DeltaTableRef, delta_uri
+from cdcnorm.delta.table import DeltaTableRef, add_columns, delta_uri
 from cdcnorm.errors import LakeError
 from cdcnorm.fs import HadoopFS
 from cdcnorm.lake_lock import writer_lock
@@ -71,6 +73,7 @@ class Lake:
         self.fs = HadoopFS(spark, self.path)
         self.storage_options = storage_options
         marker = self._p(MARKER)
+        meta: dict[str, Any] | None = None
         if self.fs.exists(marker):
             meta = orjson.loads(self.fs.read_text(marker))
             if meta.get("lake_format") != LAKE_FORMAT:
@@ -93,6 +96,23 @@ class Lake:
             for t in self.tables.values():
                 if t.exists():
                     t.check_features()
+        if meta is not None and str(meta.get("canonical_version")) != CANONICAL_VERSION:
+            self._upgrade_canonical(meta)
+
+    def _upgrade_canonical(self, meta: dict[str, Any]) -> None:
+        """Canonical version 1 -> 2 in place: the `supersedes` column (null in every older row) and the `halves`
+        table; no data file is rewritten. Idempotent, so concurrent openers may both run it."""
+        for name, t in self.tables.items():
+            if not t.exists():
+                t.ensure()
+                continue
+            have = {f.name for f in t.handle().schema().fields}
+            missing = [f for f in self.specs[name].schema.fields if f.name not in have]
+            if missing:
+                add_columns(t, missing)
+        self.fs.write_text(self._p(MARKER), orjson.dumps(
+            {**meta, "lake_format": LAKE_FORMAT, "canonical_version": CANONICAL_VERSION}, option=orjson.OPT_INDENT_2
+        ).decode())
 
     def _p(self, *parts: str) -> str:
         return "/".join((self.path, *parts))
@@ -220,8 +240,10 @@ def version_id() -> Column:
 
 
 def canonical(df: DataFrame) -> DataFrame:
-    """Only the canonical columns, in canonical order."""
-    return df.select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
+    """Only the canonical columns, in canonical order (a derived column the frame lacks is null)."""
+    have = set(df.columns)
+    return df.select(*[F.col(f"`{c.name}`") if c.name in have else F.lit(None).cast(c.type).alias(c.name)
+                       for c in COLUMNS])
 
 
 def write_run(spark: SparkSession, lake: str, changes: DataFrame, schemas: DataFrame | None,

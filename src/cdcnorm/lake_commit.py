@@ -1,7 +1,7 @@
-"""How a run reaches the lake: dedup against the lake, staged data files, then five idempotent Delta commits.
+"""How a run reaches the lake: dedup against the lake, staged data files, then six idempotent Delta commits.
 
 Delta has no multi-table transaction, so a run commits its tables one after the other, in a fixed order
-(schemas, quarantine, quarantine_resolved, changes, runs), each commit carrying the app transaction
+(schemas, quarantine, quarantine_resolved, halves, changes, runs), each commit carrying the app transaction
 `cdcnorm-run-<run_id>` (version 1). Between writing its data files and its first commit, a run records its
 intent (`LAKE/_commits/<run_id>.json`: the add actions per table and the report); any later writer (or the same
 command re-run) completes a pending intent: a table whose log already holds the run's app transaction is
@@ -46,7 +46,7 @@ INTENTS = "_commits"
 SERIAL_APP = "cdcnorm-changes"
 DEFAULT_WINDOW_DAYS = 7
 TABLE_KEY = ("vendor", "stream", "database", "schema", "table")
-STAGED_TABLES = ("schemas", "quarantine", "quarantine_resolved", "changes")
+STAGED_TABLES = ("schemas", "quarantine", "quarantine_resolved", "halves", "changes")
 
 
 def run_app(run_id: str) -> str:
@@ -173,7 +173,7 @@ def complete(lk: Lake, p: Pending) -> dict[str, Any]:
     """Commit whatever of `p` is not committed yet (idempotent: safe to run again, or by another writer)."""
     app = run_app(p.run_id)
     versions: dict[str, int] = {}
-    for name in ("schemas", "quarantine", "quarantine_resolved"):
+    for name in ("schemas", "quarantine", "quarantine_resolved", "halves"):
         versions[name] = _commit_once(lk.table(name), [add_action(d) for d in p.adds.get(name, [])], app)
         crash_point(f"committed:{name}")
     versions["changes"] = _commit_changes(lk, p)

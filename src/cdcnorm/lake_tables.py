@@ -1,4 +1,4 @@
-"""The lake's five Delta tables: their schemas, partitioning, statistics and file order.
+"""The lake's Delta tables: their schemas, partitioning, statistics and file order.
 
 `changes` is partitioned by `vendor` and `source_day` (the UTC date of `source_ts`, null when the change has no
 source time) and its files are sorted by stream, table and event id: a new batch's duplicate check reads only
@@ -13,6 +13,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
+from cdcnorm.canonical.emit import decoded_schema
 from cdcnorm.canonical.schema import canonical_schema, quarantine_schema, schema_versions_schema
 
 SOURCE_DAY = "source_day"
@@ -45,13 +46,24 @@ def resolved_schema() -> StructType:
     return StructType([StructField("quarantine_id", StringType(), False), StructField("run_id", StringType(), False)])
 
 
+def halves_schema() -> StructType:
+    """Update halves waiting for their partner across runs (cdcnorm.pairing_state): decoded rows plus entry
+    bookkeeping; a `released` entry is a tombstone naming the `entry_id` it ends."""
+    return StructType([*decoded_schema().fields,
+                       StructField("entry_kind", StringType(), False),
+                       StructField("entry_id", StringType(), False),
+                       StructField("event_time", TimestampType(), True)])
+
+
 def specs() -> dict[str, TableSpec]:
-    """The tables in commit order: schemas, quarantine, resolutions, changes, then the run report last."""
+    """The tables in commit order: schemas, quarantine, resolutions, pairing state, changes, then the run
+    report last."""
     changes = StructType([*canonical_schema().fields, StructField(SOURCE_DAY, StringType(), True)])
     return {
         "schemas": TableSpec("schemas", schema_versions_schema(), stats=("vendor", "stream", "table", "version_id")),
         "quarantine": TableSpec("quarantine", quarantine_schema(), stats=("vendor", "error_class", "quarantine_id")),
         "quarantine_resolved": TableSpec("quarantine_resolved", resolved_schema(), stats=("quarantine_id", "run_id")),
+        "halves": TableSpec("halves", halves_schema(), ("vendor",), stats=("entry_kind", "event_time")),
         "changes": TableSpec("changes", changes, ("vendor", SOURCE_DAY),
                              stats=("stream", "database", "schema", "table", "op", "source_ts", "capture_ts",
                                     "event_id"),

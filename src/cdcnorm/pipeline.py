@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdcnorm._version import __version__
@@ -37,8 +37,18 @@ from cdcnorm.errors import CdcError, UsageError
 from cdcnorm.first_pass import first_pass
 from cdcnorm.fs import FileEntry, list_files, open_input
 from cdcnorm.lake import Lake, new_run_id, open_lake
-from cdcnorm.lake_commit import dedup_scope, mark_duplicates, stage_and_commit, staged_rows, with_source_day
+from cdcnorm.lake_commit import (
+    DEFAULT_WINDOW_DAYS,
+    dedup_scope,
+    mark_duplicates,
+    stage_and_commit,
+    staged_rows,
+    with_source_day,
+)
 from cdcnorm.lake_tables import STAGING
+from cdcnorm.pairing_state import Pairing, apply_pairing, pair_across_runs
+from cdcnorm.pairing_state import compact as compact_halves
+from cdcnorm.pairing_state import needed as pairing_needed
 from cdcnorm.session import get_spark, use_portable_parquet
 from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
 
@@ -70,6 +80,8 @@ def normalize(
     resolves: DataFrame | None = None,
     dedup_window_days: int | None = None,
     run_id: str | None = None,
+    pair_wait_seconds: float | None = None,
+    skipped_objects: dict[str, int] | None = None,
 ) -> NormalizeResult:
     """Normalize files (paths) or a raw-message DataFrame into canonical change rows.
 
@@ -79,6 +91,10 @@ def normalize(
     computed in memory. `resolves` (quarantine ids being retried) marks those ids resolved unless this run
     quarantined the same record again. `run_id` (default: a new unique id) names the run and its Delta
     transaction: a caller that may repeat a run (a micro-batch replayed after a crash) passes a deterministic one.
+    With a lake, update halves pair across runs (cdcnorm.pairing_state): a lone half waits until its event time
+    is `pair_wait_seconds` older than the newest seen (None or 0: it is emitted as an orphan at once, and a
+    partner arriving later supersedes it). `skipped_objects`: objects the caller's own listing skipped (counted in
+    the report).
     """
     spark = spark or get_spark()
     use_portable_parquet(spark)
@@ -86,13 +102,14 @@ def normalize(
     run_id = run_id or new_run_id()
     lake_obj = open_lake(spark, lake) if lake else None
     return _normalize(source, vendor, spark, options, column_map, progress, resolves, run_id, started, lake_obj,
-                      dedup_window_days)
+                      dedup_window_days, pair_wait_seconds, skipped_objects or {})
 
 
 def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, options: dict[str, Any] | None,
                column_map: dict[str, str] | None, progress: Progress | None, resolves: DataFrame | None,
                run_id: str, started: dt.datetime, lake_obj: Lake | None,
-               dedup_window_days: int | None) -> NormalizeResult:
+               dedup_window_days: int | None, pair_wait: float | None,
+               listing_skipped: dict[str, int]) -> NormalizeResult:
     say = progress or (lambda _msg: None)
     lake = lake_obj.path if lake_obj else None
     if isinstance(source, DataFrame):
@@ -108,6 +125,8 @@ def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, o
             raise UsageError("No input given: name one or more files or folders.")
         say("listing input files")
         files, skipped = list_files(spark, inputs)
+        for reason, n in listing_skipped.items():
+            skipped[reason] = skipped.get(reason, 0) + n
         n_files = len(files)
         if not files:
             raise UsageError(f"No input files found under {', '.join(inputs)} (skipped: {skipped or 'none'}).")
@@ -124,7 +143,7 @@ def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, o
     decoded = _stage(decoded, lake_obj, run_id)
     try:
         return _finish(decoded, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind, inputs,
-                       n_files, skipped, dedup_window_days)
+                       n_files, skipped, dedup_window_days, pair_wait)
     finally:
         if lake_obj:
             lake_obj.fs.delete(lake_obj._p(STAGING, run_id))
@@ -132,17 +151,25 @@ def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, o
 
 def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Progress, resolves: DataFrame | None,
             run_id: str, started: dt.datetime, lake_obj: Lake | None, lake: str | None, kind: str,
-            inputs: list[str], n_files: int, skipped: dict[str, int], window: int | None) -> NormalizeResult:
-    changes = with_source_day(adapter.post_process(decoded.where(F.col(B.KIND) == KIND_CHANGE)))
+            inputs: list[str], n_files: int, skipped: dict[str, int], window: int | None,
+            pair_wait: float | None) -> NormalizeResult:
+    decoded_changes = decoded.where(F.col(B.KIND) == KIND_CHANGE)
+    pairing = None
+    if lake_obj and adapter.waiting_roles and pairing_needed(lake_obj, adapter, decoded_changes):
+        say("pairing update halves with those of earlier runs")
+        pairing = pair_across_runs(lake_obj, adapter, decoded_changes, pair_wait,
+                                   DEFAULT_WINDOW_DAYS if window is None else window,
+                                   lake_obj._p(STAGING, run_id, "pairing"))
+        decoded_changes = pairing.changes
+    changes = with_source_day(apply_pairing(adapter.post_process(decoded_changes), pairing))
     if lake_obj:
         say("checking the lake for duplicates")
-        # the days come from the staged decoded rows (cheap to scan; post-processing never adds a day)
-        scope = dedup_scope(lake_obj, with_source_day(decoded.where(F.col(B.KIND) == KIND_CHANGE)), window)
+        # the days come from the rows before post-processing (post-processing never adds a day)
+        scope = dedup_scope(lake_obj, with_source_day(decoded_changes), window)
         marked = mark_duplicates(changes, scope.existing).withColumn("_unchecked", scope.unchecked)
     else:
         scope = None
         marked = mark_duplicates(changes, None).withColumn("_unchecked", F.lit(False))
-    marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
     kept = marked.where(~F.col("_dup")).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
 
     now = dt.datetime.now(dt.UTC)
@@ -157,14 +184,20 @@ def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Prog
         schemas = _new_schema_rows(schemas, lake_obj)
 
     say("counting outcomes")
-    report = build_report(decoded, marked, adapter, kind, inputs, n_files, skipped, run_id, started)
+    parts = _aggregate(decoded, marked, pairing)
+    report = build_report(parts, adapter, kind, inputs, n_files, skipped, run_id, started)
     if not lake_obj:
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
         return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, decoded)
 
     say("writing the lake")
-    frames = {"changes": marked.where(~F.col("_dup")), "quarantine": quarantine, "schemas": schemas,
-              "quarantine_resolved": resolved.withColumn("run_id", F.lit(run_id)) if resolved is not None else None}
+    decoded_kinds = {r["k_kind"] for r in parts["kind"]}
+    # a table with no new row gets no write (each write is a few Spark jobs): the counts tell without a job
+    frames = {"changes": marked.where(~F.col("_dup")),
+              "quarantine": quarantine if KIND_QUARANTINE in decoded_kinds else None,
+              "schemas": schemas if KIND_SCHEMA in decoded_kinds else None,
+              "quarantine_resolved": resolved.withColumn("run_id", F.lit(run_id)) if resolved is not None else None,
+              "halves": pairing.entries if pairing and parts["entries"] else None}
 
     def make_report(adds) -> dict[str, Any]:
         report["quarantine_new"] = staged_rows(adds, "quarantine")
@@ -176,6 +209,8 @@ def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Prog
         return report
 
     report = stage_and_commit(lake_obj, run_id, scope, frames, make_report)
+    if pairing:
+        compact_halves(lake_obj, adapter.name)
     return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, decoded)
 
 
@@ -248,21 +283,16 @@ def _new_schema_rows(schemas: DataFrame, lake: Lake) -> DataFrame:
     return declared.select(*names).unionByName(widened)
 
 
-def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: str, inputs: list[str],
+def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind: str, inputs: list[str],
                  n_files: int, skipped: dict[str, int], run_id: str, started: dt.datetime) -> dict[str, Any]:
-    """Aggregate the run's outcomes; every number comes from an aggregation, never from collected rows."""
-    by_kind = {
-        (r[B.KIND], r[B.RULE]): (int(r["records"] or 0), int(r["rows"]))
-        for r in decoded.groupBy(B.KIND, B.RULE).agg(
-            F.sum(B.RECORDS).alias("records"), F.count(F.lit(1)).alias("rows")).collect()
-    }
+    """The run's report from its aggregated figures (:func:`_aggregate`), never from collected rows.
+
+    Update halves waiting across runs are the `held` outcome: the records waiting at the end minus those waiting
+    at the start, so outcomes still add up to the records read."""
+    by_kind = {(r["k_kind"], r["k_rule"]): (int(r["records"] or 0), int(r["rows"] or 0)) for r in parts["kind"]}
     records_read = sum(rec for rec, _ in by_kind.values())
     change_records = sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_CHANGE)
-    ident = ["vendor", "stream", "source_db", "database", "schema", "table"]
-    groups = [r.asDict() for r in marked.groupBy(*ident, "op", "_dup").agg(
-        F.sum(B.RECORDS).alias("records"), F.sum(B.MERGED).alias("merged"), F.count(F.lit(1)).alias("rows"),
-        F.max("source_ts").alias("newest"), F.sum(F.col("_unchecked").cast("long")).alias("unchecked"),
-    ).collect()]  # one row per (table, op): aggregates only
+    groups = [{**r, "_dup": r["dup"]} for r in parts["group"]]
     kept_groups = [g for g in groups if not g["_dup"]]
     emitted = sum(int(g["records"] or 0) for g in kept_groups)
     merged = sum(int(g["merged"] or 0) for g in kept_groups)
@@ -275,6 +305,13 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
         "duplicate": duplicate,
         "quarantined": sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_QUARANTINE),
     }
+    pairing_state = {}
+    if parts["pairing"]:
+        h = parts["held"][0] if parts["held"] else {"held_in": 0, "held_out": 0, "state_rows": 0}
+        held_in, held_out = int(h["held_in"] or 0), int(h["held_out"] or 0)
+        outcomes["held"] = held_out - held_in
+        pairing_state = {"halves_waiting_records": held_out, "halves_released_records": held_in,
+                         "pairing_state_rows": int(h["state_rows"] or 0)}
     table_key = ("vendor", "stream", "database", "schema", "table")
     rows_by = sorted(({**{k: g[k] for k in table_key}, "op": g["op"], "rows": int(g["rows"])} for g in kept_groups),
                      key=lambda d: tuple(str(d[k] or "") for k in (*table_key, "op")))
@@ -290,12 +327,13 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
         if g["op"] == "HEARTBEAT" and g["newest"] is not None:
             src = (g["vendor"], g["stream"], g["source_db"], g["database"])
             beats[src] = max(beats.get(src, g["newest"]), g["newest"])
+    newest = max((g["newest"] for g in kept_groups if g["newest"] is not None and g["op"] != "HEARTBEAT"),
+                 default=None)
     heartbeats = [{"vendor": v, "stream": st, "source_db": sd, "database": db, "newest": ts.isoformat()}
                   for (v, st, sd, db), ts in sorted(beats.items(), key=lambda kv: tuple(str(x) for x in kv[0]))]
-    flags = {r["flag"]: int(r["count"]) for r in marked.where(~F.col("_dup"))
-             .select(F.explode("flags").alias("flag")).groupBy("flag").count().collect()}
+    flags = {r["flag"]: int(r["rows"]) for r in parts["flag"]}
     accounted = sum(outcomes.values())
-    conserved = emitted + merged + duplicate == change_records
+    conserved = emitted + merged + duplicate + outcomes.get("held", 0) == change_records
     return {
         "run_id": run_id,
         "cdcnorm_version": __version__,
@@ -317,7 +355,47 @@ def build_report(decoded: DataFrame, marked: DataFrame, adapter: Adapter, kind: 
         "dedup_unchecked": sum(int(g["unchecked"] or 0) for g in kept_groups),
         "flags": flags,
         "heartbeats": heartbeats,
+        "newest_source_ts": newest.isoformat() if newest is not None else None,
+        **pairing_state,
     }
+
+
+_IDENT = ("vendor", "stream", "source_db", "database", "schema", "table")
+_SUMS = ("records", "merged", "rows", "unchecked", "held_in", "held_out", "state_rows")
+
+
+def _aggregate(decoded: DataFrame, marked: DataFrame, pairing: Pairing | None) -> dict[str, Any]:
+    """Every figure of the run in one Spark job: the decoded rows by kind and rule, the marked change rows
+    by table, op and duplicate, their flags, and the pairing counts, unioned and aggregated together."""
+    def part(df: DataFrame, name: str, **cols: Column) -> DataFrame:
+        out = {"part": F.lit(name), "k_kind": None, "k_rule": None, **{c: None for c in _IDENT}, "op": None,
+               "dup": None, "flag": None, **{c: None for c in _SUMS}, "newest": None, **cols}
+        types = {"dup": "boolean", "newest": "timestamp", **{c: "long" for c in _SUMS}}
+        return df.select(*[(v if v is not None else F.lit(None)).cast(types.get(k, "string")).alias(k)
+                           for k, v in out.items()])
+
+    one = F.lit(1)
+    frames = [
+        part(decoded, "kind", k_kind=F.col(B.KIND), k_rule=F.col(B.RULE), records=F.col(B.RECORDS), rows=one),
+        part(marked, "group", **{c: F.col(c) for c in _IDENT}, op=F.col("op"), dup=F.col("_dup"),
+             records=F.col(B.RECORDS), merged=F.col(B.MERGED), rows=one, newest=F.col("source_ts"),
+             unchecked=F.col("_unchecked").cast("long")),
+        part(marked.where(~F.col("_dup")).select(F.explode("flags").alias("f")), "flag", flag=F.col("f"), rows=one),
+    ]
+    if pairing is not None:
+        frames.append(part(pairing.counts, "held", **{c: F.col(c) for c in ("held_in", "held_out", "state_rows")}))
+        frames.append(part(pairing.entries, "entries", rows=one))
+    union = frames[0]
+    for f in frames[1:]:
+        union = union.unionByName(f)
+    keys = ["part", "k_kind", "k_rule", *_IDENT, "op", "dup", "flag"]
+    aggs = [F.sum(c).alias(c) for c in _SUMS] + [F.max("newest").alias("newest")]
+    out: dict[str, Any] = {"kind": [], "group": [], "flag": [], "held": [], "entries": []}
+    for r in union.groupBy(*keys).agg(*aggs).collect():  # aggregates only: one row per (kind, table op, flag)
+        out[r["part"]].append(r.asDict())
+    out["entries"] = sum(int(r["rows"] or 0) for r in out["entries"])
+    out["pairing"] = pairing is not None
+    return out
 
 
 def _detect_files(files: list[FileEntry]) -> str:

@@ -87,7 +87,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 
 from cdcnorm.canonical.emit import BatchBuilder
 
@@ -195,6 +196,15 @@ class Adapter:
     def post_process(self, changes: DataFrame) -> DataFrame:
         """Spark steps that need several records; must conserve `_records` + `_merged` totals."""
         return changes
+
+    waiting_roles: ClassVar[tuple[str, ...]] = ()
+    """Pair roles (`_pair_role`, before any `/`) of halves that, alone, wait for their partner across runs
+    (cdcnorm.pairing_state); empty: the adapter's halves never wait."""
+
+    def paired_event_ids(self, pair: Column) -> Column:
+        """Event ids the rows made from one pair of halves (`_pair`) can have, when they differ from the halves'
+        own ids: such rows replace (`supersedes`) an orphan half emitted earlier (cdcnorm.pairing_state)."""
+        return F.array().cast("array<string>")
 
     def stream_name(self, found: str | None, fallback: str) -> str:
         """The stream column: the option override, else what the record says, else a fallback."""

@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 
 from cdcnorm.canonical import tuple_codec, variant
 from cdcnorm.canonical.record import Change, SchemaVersion, key_of
-from cdcnorm.canonical.schema import COLUMNS, FLAGS
+from cdcnorm.canonical.schema import COLUMNS, DERIVED, FLAGS
 
 
 class Kind(StrEnum):
@@ -85,7 +85,7 @@ _EXTRA = tuple(T.StructField(str(name), dtype) for name, dtype in _BOOKKEEPING_T
 
 def decoded_schema() -> T.StructType:
     """Spark schema of what adapters emit from `mapInArrow`: canonical columns (all nullable) + bookkeeping."""
-    fields = [T.StructField(c.name, c.type, True) for c in COLUMNS]
+    fields = [T.StructField(c.name, c.type, True) for c in COLUMNS if c.name not in DERIVED]
     return T.StructType(fields + list(_EXTRA))
 
 

@@ -12,7 +12,8 @@ from pyspark.sql import types as T
 
 from cdcnorm.containers.errors import CONTAINER_ERRORS
 
-CANONICAL_VERSION = "1"
+CANONICAL_VERSION = "2"
+"""2 added `supersedes` (a paired UPDATE that replaces an orphan half emitted earlier)."""
 
 OPS: tuple[str, ...] = (
     "INSERT",
@@ -34,6 +35,8 @@ FLAGS: dict[str, str] = {
     "key_change": "one half of a primary-key-changing update (DELETE of the old key or INSERT of the new key)",
     "orphan_before": "an update whose after image never arrived: `after` is null",
     "orphan_after": "an update whose before image never arrived: `before` is null",
+    "orphan_half": "a Datastream UPDATE-DELETE (old key of a primary-key change) whose UPDATE-INSERT did not arrive "
+                   "within the pairing wait; it is a whole DELETE on its own",
     "mask_bits_beyond_columns": "a change/column mask had bits set beyond the table's last column (ignored)",
     "decimal_as_string": "a decimal with more than 38 digits is kept as its exact decimal string",
     "timestamp_as_string": "a timestamp whose precision or UTC offset would be lost is kept as its original string",
@@ -142,10 +145,15 @@ COLUMNS: tuple[Column, ...] = (
     Column("position", _S, True, "vendor-native position, readable (binlog file:pos, scn/rs_id/ssn, LSN, ...)"),
     Column("sort_key", T.BinaryType(), False, "order-preserving tuple: ascending = source change order per table"),
     Column("event_id", _S, False, "deterministic id from stable fields only: a redelivered change keeps its id"),
+    Column("supersedes", _S, True, "event id of an orphan half this row replaces (its partner arrived after the "
+                                   "orphan was emitted); `apply` ignores superseded rows; else null"),
     Column("origin", ORIGIN, True, "where the raw record came from: uri, partition, offset, index"),
 )
 
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+
+DERIVED: tuple[str, ...] = ("supersedes",)
+"""Canonical columns set by the pipeline after decoding (pairing across runs), never by an adapter."""
 
 
 def canonical_schema() -> T.StructType:

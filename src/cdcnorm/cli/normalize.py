@@ -35,11 +35,21 @@ def normalize(
                                                               help="--follow: files per micro-batch at most.")] = None,
     progress_json: Annotated[str | None, typer.Option("--progress-json",
                                                       help="--follow: append one JSON line per micro-batch.")] = None,
+    max_bytes_per_trigger: Annotated[int | None, typer.Option(
+        "--max-bytes-per-trigger", min=1, help="--follow: input bytes per micro-batch at most (one file at least).")] = None,
+    pair_wait: Annotated[float | None, typer.Option(
+        "--pair-wait", min=0, help="--follow: seconds of source time a lone update half waits for its partner "
+        "before it is emitted as an orphan (default 300; a later partner supersedes the orphan).")] = None,
+    max_quarantine_rate: Annotated[float | None, typer.Option(
+        "--max-quarantine-rate", min=0, max=1, help="--follow: stop with exit 1 when a batch quarantines more than "
+        "this fraction of its records.")] = None,
+    max_lag: Annotated[float | None, typer.Option(
+        "--max-lag", min=0, help="--follow: stop with exit 1 when a batch's lag (now minus its newest source "
+        "time) exceeds this many seconds.")] = None,
 ) -> None:
     """Normalize vendor CDC files into canonical change records in LAKE."""
 
     def run() -> int:
-        from cdcnorm.pipeline import normalize as do_normalize
         from cdcnorm.session import get_spark
 
         options = parse_pairs(option, "--option")
@@ -47,15 +57,26 @@ def normalize(
             options["stream"] = stream
         _check_before_spark(inputs, vendor, options)
         if follow:
-            return _follow(inputs, vendor, lake, options, master, trigger_seconds, settle_seconds,
-                           max_files_per_trigger, progress_json, dedup_window)
+            from cdcnorm.streaming.follow import DEFAULT_PAIR_WAIT_SECONDS, Limits
+
+            limits = Limits(max_quarantine_rate, max_lag)
+            return _follow(inputs, vendor, lake, options, master, dedup_window, progress_json, limits,
+                           trigger=trigger_seconds, settle_seconds=settle_seconds,
+                           max_files_per_trigger=max_files_per_trigger, max_bytes_per_trigger=max_bytes_per_trigger,
+                           pair_wait_seconds=DEFAULT_PAIR_WAIT_SECONDS if pair_wait is None else pair_wait)
+        from cdcnorm.streaming.follow import normalize_once
+
         with console.status("starting Spark") as status:
             spark = get_spark(master, quiet=True)
-            result = do_normalize(inputs, vendor, spark=spark, options=options, lake=lake,
-                                  progress=lambda msg: status.update(msg), dedup_window_days=dedup_window)
-        print_report(result.report, lake)
-        if strict and result.report["outcomes"]["quarantined"]:
-            err.print(f"[yellow]--strict:[/yellow] {result.report['outcomes']['quarantined']} record(s) quarantined; "
+            batches = normalize_once(inputs, vendor, lake, spark=spark, options=options,
+                                     dedup_window_days=dedup_window, progress=lambda msg: status.update(msg))
+        quarantined = 0
+        for b in batches:
+            if b.report is not None:
+                print_report(b.report, lake)
+                quarantined += int(b.report["outcomes"]["quarantined"])
+        if strict and quarantined:
+            err.print(f"[yellow]--strict:[/yellow] {quarantined} record(s) quarantined; "
                       f"see `cdcnorm quarantine list --lake {lake}`.")
             return EXIT_PROBLEM
         return EXIT_OK
@@ -64,9 +85,9 @@ def normalize(
 
 
 def _follow(inputs: list[str], vendor: str | None, lake: str, options: dict[str, Any], master: str | None,
-            trigger_seconds: float, settle_seconds: float, max_files: int | None, progress_json: str | None,
-            dedup_window: int | None) -> int:
-    """Run the follow query until SIGTERM / SIGINT, which finish the current micro-batch and exit 0."""
+            dedup_window: int | None, progress_json: str | None, limits: Any, **query: Any) -> int:
+    """Run the follow query until SIGTERM / SIGINT, which finish the current micro-batch and exit 0; a crossed
+    threshold (--max-quarantine-rate, --max-lag) stops it after the batch that crossed it, with exit 1."""
     import signal
 
     import orjson
@@ -84,15 +105,17 @@ def _follow(inputs: list[str], vendor: str | None, lake: str, options: dict[str,
                 fh.write(orjson.dumps(progress.to_dict()) + b"\n")
 
     spark = get_spark(master, quiet=True)
-    follower = start_follow(inputs, vendor, lake, spark=spark, options=options, trigger=trigger_seconds,
-                            settle_seconds=settle_seconds, max_files_per_trigger=max_files,
-                            dedup_window_days=dedup_window, on_batch=report)
+    follower = start_follow(inputs, vendor, lake, spark=spark, options=options, dedup_window_days=dedup_window,
+                            on_batch=report, limits=limits, **query)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: follower.request_stop())
     console.print(f"following {', '.join(inputs)} into {lake} (SIGTERM or Ctrl-C stops after the current batch)",
                   highlight=False)
     follower.run_until_stopped()
     console.print(f"stopped after {len(follower.batches)} micro-batch(es)", highlight=False)
+    if follower.failure:
+        err.print(f"[red]stopped:[/red] {follower.failure}")
+        return EXIT_PROBLEM
     return EXIT_OK
 
 

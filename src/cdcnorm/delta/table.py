@@ -24,7 +24,7 @@ from deltalake.transaction import (
     Transaction,
     create_table_with_add_actions,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from cdcnorm.errors import LakeError
 
@@ -160,6 +160,18 @@ class DeltaTableRef:
             raise Conflict(str(exc)) from exc
         dt.update_incremental()
         return dt.version()
+
+
+def add_columns(table: DeltaTableRef, fields: Iterable[StructField]) -> None:
+    """Add nullable columns to an existing table (schema evolution; no data file is rewritten)."""
+    schema = Schema.from_json(StructType([StructField(f.name, f.dataType, True) for f in fields]).json())
+    try:
+        table.handle().alter.add_columns(list(schema.fields))
+    except Exception:  # a concurrent opener added them first: fine when they are there now
+        have = {f.name for f in table.fresh().schema().fields}
+        if any(f.name not in have for f in fields):
+            raise
+    table._handle = None
 
 
 def add_action(d: Mapping[str, Any]) -> AddAction:

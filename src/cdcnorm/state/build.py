@@ -14,6 +14,7 @@ from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from cdcnorm.canonical.inferred import widen_over_tables
 from cdcnorm.errors import UsageError
@@ -41,6 +42,12 @@ class ApplyResult(dict):
             self._cached.unpersist()
 
 
+def without_superseded(changes: DataFrame) -> DataFrame:
+    """Drop orphan halves a later paired row replaces (`supersedes`): one change is never applied twice."""
+    replaced = changes.where(F.col("supersedes").isNotNull()).select(F.col("supersedes").alias("event_id"))
+    return changes.join(F.broadcast(replaced.distinct()), "event_id", "left_anti")
+
+
 def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write: bool = True,
           column_types: dict[str, str] | None = None) -> ApplyResult:
     """Current state of every source table in `lake` (or those named in `tables`) as typed DataFrames.
@@ -60,7 +67,7 @@ def _apply(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None, w
            hints: dict[str, str]) -> ApplyResult:
     selected = name_filter(tables)
     # An event id is applied once, even if a redelivery older than the dedup window reached the lake twice.
-    changes = lk.changes().dropDuplicates(["event_id"]).withColumn("_tid", table_hash())
+    changes = without_superseded(lk.changes().dropDuplicates(["event_id"])).withColumn("_tid", table_hash())
     schemas = widen_over_tables(lk.schemas())  # inferred types hold the values of every version (canonical.inferred)
     if selected is not None:
         changes, schemas = changes.where(selected), schemas.where(selected)

@@ -1,28 +1,39 @@
-"""follow: normalize input files as they land, one micro-batch at a time, each committed exactly once.
+"""follow: normalize input as it lands, one micro-batch at a time, each committed exactly once.
 
-A Structured Streaming query reads the stream of paths (cdcnorm.streaming.paths_source); `foreachBatch` hands
-each micro-batch's paths to the batch pipeline (cdcnorm.pipeline.normalize) with the run id
-`<query id>-<batch id>`. The query id is stable across restarts from the same checkpoint, and Spark replays an
-unfinished batch with the same files, so the run id is the batch's Delta transaction: before decoding, a batch
-whose report the lake already holds is skipped, one whose intent is pending is completed, and only a batch the
-lake has never seen is run. A crash at any point therefore loses nothing and commits nothing twice.
+A Structured Streaming query reads a stream of input file paths (cdcnorm.streaming.paths_source) or a
+Kafka-shaped stream of raw messages; `foreachBatch` hands each micro-batch to the batch pipeline
+(cdcnorm.pipeline.normalize) with the run id `<query id>-<batch id>`. The query id is stable across restarts
+from the same checkpoint, and Spark replays an unfinished batch with the same input, so the run id is the
+batch's Delta transaction: before decoding, a batch whose report the lake already holds is skipped, one whose
+intent is pending is completed, and only a batch the lake has never seen is run. A crash at any point therefore
+loses nothing and commits nothing twice.
+
+State across batches lives in the lake, never in Spark's state store: update halves wait in the `halves` table
+(cdcnorm.pairing_state), table metadata in the `schemas` table (a Replicate data message whose metadata arrives
+in a later batch is quarantined as `schema_not_found`, then retried automatically by the batch that brings the
+metadata: run id `<run id>-retry`, exactly once like the batch itself). No watermark drops an input row.
+
+The batch command (`cdcnorm normalize` without `--follow`) is this query with `trigger(availableNow=True)` over
+the listed files, a fresh checkpoint, and no pairing wait (:func:`normalize_once`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from cdcnorm.adapters import get_adapter
 from cdcnorm.errors import UsageError
-from cdcnorm.fs import FileEntry, is_local, local_path
-from cdcnorm.lake import Lake, open_lake
+from cdcnorm.fs import FileEntry, is_local, list_files, local_path
+from cdcnorm.lake import Lake, new_run_id, open_lake
 from cdcnorm.lake_commit import INTENTS, STAGED_TABLES, Pending, complete, run_app
 from cdcnorm.lake_tables import STAGING
 from cdcnorm.pipeline import _detect_files, normalize
@@ -30,6 +41,27 @@ from cdcnorm.session import get_spark, use_portable_parquet
 from cdcnorm.streaming.paths_source import DEFAULT_SETTLE_SECONDS, paths_stream
 
 FOLLOW = "_follow"  # LAKE/_follow/<name>/{checkpoint,manifest}: one continuous query's state
+DEFAULT_PAIR_WAIT_SECONDS = 300.0
+"""A lone update half waits this long (event time) for its partner before it is emitted as an orphan."""
+
+
+@dataclass
+class Limits:
+    """Thresholds that stop a follow query with a non-zero exit (the batch that crossed one is committed)."""
+
+    max_quarantine_rate: float | None = None
+    """fraction of one batch's records quarantined (0..1)"""
+    max_lag_seconds: float | None = None
+    """now minus the newest source time of a batch's changes"""
+
+    def crossed(self, p: BatchProgress) -> str | None:
+        if self.max_quarantine_rate is not None and p.records and p.quarantined / p.records > self.max_quarantine_rate:
+            return (f"batch {p.batch_id} quarantined {p.quarantined} of {p.records} records "
+                    f"({p.quarantined / p.records:.1%} > --max-quarantine-rate {self.max_quarantine_rate:.1%})")
+        if self.max_lag_seconds is not None and p.lag_seconds is not None and p.lag_seconds > self.max_lag_seconds:
+            return (f"batch {p.batch_id}: lag {p.lag_seconds:.0f} s (now minus the newest source time) > "
+                    f"--max-lag {self.max_lag_seconds:.0f} s")
+        return None
 
 
 @dataclass
@@ -40,19 +72,29 @@ class BatchProgress:
     run_id: str
     status: str  # "committed" | "already_committed" | "completed_pending" | "no_data_files"
     files: int = 0
+    bytes: int = 0
     records: int = 0
     rows_written: int = 0
     quarantined: int = 0
     duplicates: int = 0
+    held: int = 0
+    state_rows: int = 0
+    lag_seconds: float | None = None
+    retried: int = 0
+    resolved: int = 0
     reconciled: bool | None = None
     at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat())
+    report: dict[str, Any] | None = field(default=None, repr=False)
 
     def line(self) -> str:
+        lag = "" if self.lag_seconds is None else f", lag {self.lag_seconds:.0f} s"
+        retry = f", {self.resolved}/{self.retried} quarantined retried" if self.retried else ""
         return (f"batch {self.batch_id} ({self.status}): {self.files} files, {self.records} records, "
-                f"{self.rows_written} rows written, {self.quarantined} quarantined, {self.duplicates} duplicates")
+                f"{self.rows_written} rows written, {self.quarantined} quarantined, {self.duplicates} duplicates, "
+                f"{self.held:+d} held, {self.state_rows} pairing state rows{lag}{retry}")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in self.__dict__.items() if k != "report"}
 
 
 class StopRequested(Exception):
@@ -68,6 +110,9 @@ class Follower:
     batches: list[BatchProgress]
     _stop: threading.Event
     _busy: threading.Lock
+    errors: list[BaseException] = field(default_factory=list)
+    failure: str | None = None
+    """why a threshold stopped the query (None: it ended or was stopped normally)"""
 
     def stop(self) -> None:
         """Finish the batch in progress (if any), then stop the query; later batches are not started."""
@@ -82,7 +127,8 @@ class Follower:
 
     def run_until_stopped(self, poll_seconds: float = 0.5) -> None:
         """Block until the query ends by itself (availableNow) or a stop is requested; then stop cleanly.
-        A failed batch fails the query (raised here), except the refusal of a batch started after the stop."""
+        A failed batch fails the query: its original error is raised here (a usage or data error keeps its one
+        line), except the refusal of a batch started after the stop."""
         try:
             while not self.query.awaitTermination(poll_seconds):
                 if self._stop.is_set():
@@ -90,11 +136,14 @@ class Follower:
                     break
         except Exception as exc:  # the query ended with an error (pyspark raises it from awaitTermination)
             if not self._refused_after_stop(exc):
-                raise
+                raise self._original(exc) from exc
             return
         exc = self.query.exception()
         if exc is not None and not self._refused_after_stop(exc):
-            raise exc
+            raise self._original(exc)
+
+    def _original(self, exc: BaseException) -> BaseException:
+        return self.errors[-1] if self.errors else exc
 
     def _refused_after_stop(self, exc: BaseException) -> bool:
         return self._stop.is_set() and StopRequested.__name__ in str(exc)
@@ -107,45 +156,108 @@ def follow_folder(lake: str, name: str) -> str:
     return f"{root}/{FOLLOW}/{name}"
 
 
+@dataclass
+class _Run:
+    """What every micro-batch of one query needs."""
+
+    spark: SparkSession
+    lake: str
+    vendor: str | None
+    options: dict[str, Any]
+    dedup_window_days: int | None
+    pair_wait_seconds: float | None
+    column_map: dict[str, str] | None = None
+    skipped: dict[str, int] = field(default_factory=dict)
+    continuous: bool = True
+    progress: Callable[[str], None] | None = None
+
+
 def start_follow(inputs: list[str | os.PathLike], vendor: str | None, lake: str, *,
                  spark: SparkSession | None = None, options: dict[str, Any] | None = None, name: str = "default",
                  trigger: str | float = "available_now", settle_seconds: float = DEFAULT_SETTLE_SECONDS,
-                 max_files_per_trigger: int | None = None, dedup_window_days: int | None = None,
-                 on_batch: Callable[[BatchProgress], None] | None = None,
-                 stop: threading.Event | None = None) -> Follower:
-    """Start the follow query (see the module doc); returns at once with the running query. Setting `stop`
-    (or calling `Follower.request_stop`) makes `Follower.run_until_stopped` stop it after the current batch."""
+                 max_files_per_trigger: int | None = None, max_bytes_per_trigger: int | None = None,
+                 dedup_window_days: int | None = None,
+                 pair_wait_seconds: float | None = DEFAULT_PAIR_WAIT_SECONDS, limits: Limits | None = None,
+                 on_batch: Callable[[BatchProgress], None] | None = None, stop: threading.Event | None = None,
+                 listed: list[FileEntry] | None = None, skipped: dict[str, int] | None = None,
+                 continuous: bool = True, progress: Callable[[str], None] | None = None) -> Follower:
+    """Start the follow query over input files (see the module doc); returns at once with the running query.
+    Setting `stop` (or calling `Follower.request_stop`) makes `Follower.run_until_stopped` stop it after the
+    current batch. `listed`: a fixed list of files (the batch command's listing) instead of watching folders;
+    `continuous=False` (the batch command) accepts Replicate's file-named streams."""
     spark = spark or get_spark()
     use_portable_parquet(spark)
     options = dict(options or {})
-    if vendor:
+    if vendor and continuous:
         refuse_file_streams(vendor, options)
     folder = follow_folder(lake, name)
     open_lake(spark, lake, create=True)
+    run = _Run(spark, lake, vendor, options, dedup_window_days, pair_wait_seconds, skipped=dict(skipped or {}),
+               continuous=continuous, progress=progress)
+    stream = paths_stream(spark, [os.fspath(p) for p in inputs], f"{folder}/manifest", settle_seconds,
+                          max_files_per_trigger, max_bytes_per_trigger, listed)
+    return _start(stream, run, folder, name, trigger, _files_batch, limits, on_batch, stop)
+
+
+def start_follow_messages(messages: DataFrame, vendor: str, lake: str, *, spark: SparkSession | None = None,
+                          options: dict[str, Any] | None = None, column_map: dict[str, str] | None = None,
+                          name: str = "messages", trigger: str | float = "available_now",
+                          dedup_window_days: int | None = None,
+                          pair_wait_seconds: float | None = DEFAULT_PAIR_WAIT_SECONDS, limits: Limits | None = None,
+                          on_batch: Callable[[BatchProgress], None] | None = None,
+                          stop: threading.Event | None = None) -> Follower:
+    """Start the follow query over a Kafka-shaped streaming DataFrame (`value` and optionally `key`, `topic`,
+    `partition`, `offset`, `timestamp`; Event Hubs' names are mapped), e.g. Spark's Kafka source. The source must
+    replay a batch's messages after a restart (Kafka, Event Hubs and file sources do): the run id is the batch's
+    transaction. Rate limits are the source's own (`maxOffsetsPerTrigger`, ...)."""
+    spark = spark or messages.sparkSession
+    use_portable_parquet(spark)
+    options = dict(options or {})
+    refuse_file_streams(vendor, options)
+    if not messages.isStreaming:
+        raise UsageError("start_follow_messages needs a streaming DataFrame (spark.readStream...); "
+                         "use cdcnorm.normalize for a static one.")
+    folder = follow_folder(lake, name)
+    open_lake(spark, lake, create=True)
+    run = _Run(spark, lake, vendor, options, dedup_window_days, pair_wait_seconds, column_map)
+    return _start(messages, run, folder, name, trigger, _messages_batch, limits, on_batch, stop)
+
+
+def _start(stream: DataFrame, run: _Run, folder: str, name: str, trigger: str | float,
+           handle: Callable[[_Run, DataFrame, int, str], BatchProgress], limits: Limits | None,
+           on_batch: Callable[[BatchProgress], None] | None, stop: threading.Event | None) -> Follower:
     stop, busy = stop or threading.Event(), threading.Lock()
     batches: list[BatchProgress] = []
-    state = {"vendor": vendor}
+    follower: Follower | None = None
 
     def run_batch(df: DataFrame, batch_id: int) -> None:
         if stop.is_set():
             raise StopRequested(f"stop requested before batch {batch_id}")
         with busy:
-            query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId")
-            progress = run_micro_batch(spark, df, int(batch_id), f"{query_id}-{batch_id}", state, lake, options,
-                                       dedup_window_days)
+            query_id = run.spark.sparkContext.getLocalProperty("sql.streaming.queryId")
+            try:
+                progress = handle(run, df, int(batch_id), f"{query_id}-{batch_id}")
+            except Exception as exc:
+                if follower is not None:
+                    follower.errors.append(exc)
+                raise
             batches.append(progress)
             if on_batch:
                 on_batch(progress)
+            crossed = limits.crossed(progress) if limits else None
+            if crossed and follower is not None:
+                follower.failure = crossed
+                stop.set()
 
-    writer = (paths_stream(spark, [os.fspath(p) for p in inputs], f"{folder}/manifest", settle_seconds,
-                           max_files_per_trigger)
-              .writeStream.foreachBatch(run_batch).option("checkpointLocation", f"{folder}/checkpoint")
+    writer = (stream.writeStream.foreachBatch(run_batch).option("checkpointLocation", f"{folder}/checkpoint")
               .queryName(f"cdcnorm-follow-{name}"))
     if trigger == "available_now":
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=f"{float(trigger)} seconds")
-    return Follower(writer.start(), batches, stop, busy)
+    follower = Follower(None, batches, stop, busy)
+    follower.query = writer.start()
+    return follower
 
 
 def follow(inputs: list[str | os.PathLike], vendor: str | None, lake: str, **kwargs: Any) -> list[BatchProgress]:
@@ -156,32 +268,116 @@ def follow(inputs: list[str | os.PathLike], vendor: str | None, lake: str, **kwa
     return follower.batches
 
 
-def run_micro_batch(spark: SparkSession, df: DataFrame, batch_id: int, run_id: str, state: dict[str, Any],
-                    lake: str, options: dict[str, Any], dedup_window_days: int | None) -> BatchProgress:
-    """Commit one micro-batch exactly once (skip it, complete it, or run it: see the module doc)."""
-    lk = open_lake(spark, lake)
+def normalize_once(inputs: list[str], vendor: str | None, lake: str, *, spark: SparkSession | None = None,
+                   options: dict[str, Any] | None = None, dedup_window_days: int | None = None,
+                   on_batch: Callable[[BatchProgress], None] | None = None,
+                   progress: Callable[[str], None] | None = None) -> list[BatchProgress]:
+    """The batch command: list the inputs (any file system Spark reads), then run the follow query over exactly
+    those files with `availableNow`, a checkpoint of its own (removed afterwards) and no pairing wait (a lone
+    half is emitted as an orphan now; a partner in a later run supersedes it)."""
+    spark = spark or get_spark()
+    files, skipped = list_files(spark, inputs)
+    if not files:
+        raise UsageError(f"No input files found under {', '.join(inputs)} (skipped: {skipped or 'none'}).")
+    name = f"once-{new_run_id()}"
+    batches = follow(inputs, vendor, lake, spark=spark, options=options, name=name, settle_seconds=0,
+                     dedup_window_days=dedup_window_days, pair_wait_seconds=None, on_batch=on_batch,
+                     listed=files, skipped=skipped, continuous=False, progress=progress)
+    folder = follow_folder(lake, name)
+    if is_local(folder):
+        shutil.rmtree(local_path(folder), ignore_errors=True)
+    if not any(b.status != "no_data_files" for b in batches):
+        raise UsageError(f"No data files among the inputs (skipped: {skipped or 'none'}).")
+    return batches
+
+
+# -- one micro-batch, exactly once ------------------------------------------------------------------------------
+def _files_batch(run: _Run, df: DataFrame, batch_id: int, run_id: str) -> BatchProgress:
+    rows = df.select("path", "size").collect()  # paths and sizes only, never file contents
+    paths = sorted(r["path"] for r in rows)
+    size = sum(int(r["size"] or 0) for r in rows)
+    if run.vendor is None and paths:
+        run.vendor = _detect_files([FileEntry(p, 0) for p in paths])
+        if run.continuous:
+            refuse_file_streams(run.vendor, run.options)
+    if run.vendor:
+        adapter = get_adapter(run.vendor, run.options)
+        kept = [p for p in paths if adapter.accepts_file(p)]
+        if len(kept) < len(paths):
+            run.skipped["not_data_file"] = run.skipped.get("not_data_file", 0) + len(paths) - len(kept)
+        paths = kept
+
+    def decode() -> dict[str, Any]:
+        return normalize(paths, run.vendor, spark=run.spark, options=run.options, lake=run.lake, run_id=run_id,
+                         dedup_window_days=run.dedup_window_days, pair_wait_seconds=run.pair_wait_seconds,
+                         skipped_objects=run.skipped, progress=run.progress).report
+
+    progress = _exactly_once(run, batch_id, run_id, decode if paths else None)
+    progress.bytes = size
+    return progress
+
+
+def _messages_batch(run: _Run, df: DataFrame, batch_id: int, run_id: str) -> BatchProgress:
+    def decode() -> dict[str, Any] | None:
+        if df.isEmpty():
+            return None
+        return normalize(df, run.vendor, spark=run.spark, options=run.options, column_map=run.column_map,
+                         lake=run.lake, run_id=run_id, dedup_window_days=run.dedup_window_days,
+                         pair_wait_seconds=run.pair_wait_seconds).report
+
+    return _exactly_once(run, batch_id, run_id, decode)
+
+
+def _exactly_once(run: _Run, batch_id: int, run_id: str,
+                  decode: Callable[[], dict[str, Any] | None] | None) -> BatchProgress:
+    """Skip a committed batch, complete a pending one, else run it (see the module doc); then retry the
+    quarantined records the batch's new table metadata may now decode."""
+    lk = open_lake(run.spark, run.lake)
+    status, report = _commit_state(lk, run_id)
+    if report is None:
+        if decode is None:
+            return BatchProgress(batch_id, run_id, "no_data_files")
+        _clear_leftovers(lk, run_id)
+        report = decode()
+        if report is None:
+            return BatchProgress(batch_id, run_id, "no_data_files")
+        status = "committed"
+    progress = from_report(batch_id, run_id, status, report)
+    if run.vendor and int(report.get("schema_versions_new") or 0) > 0:
+        progress.retried, progress.resolved = _retry_waiting_metadata(run, f"{run_id}-retry")
+    return progress
+
+
+def _commit_state(lk: Lake, run_id: str) -> tuple[str, dict[str, Any] | None]:
     if lk.table("runs").txn_version(run_app(run_id)) is not None:
         lk.fs.delete(lk._p(STAGING, run_id))  # a killed run's staged rows, if it died after its commits
-        return _from_report(batch_id, run_id, "already_committed", lk.run_report(run_id))
-    intent = lk._p(INTENTS, run_id + ".json")
-    text = lk.fs.read_text_or_none(intent)
+        return "already_committed", lk.run_report(run_id)
+    text = lk.fs.read_text_or_none(lk._p(INTENTS, run_id + ".json"))
     if text is not None:
         lk.fs.delete(lk._p(STAGING, run_id))
-        return _from_report(batch_id, run_id, "completed_pending", complete(lk, Pending.from_json(text)))
-    paths = sorted(r["path"] for r in df.select("path").collect())  # paths only, never file contents
-    if state["vendor"] is None and paths:
-        state["vendor"] = _detect_files([FileEntry(p, 0) for p in paths])
-        refuse_file_streams(state["vendor"], options)
-    vendor = state["vendor"]
-    if vendor:
-        adapter = get_adapter(vendor, options)
-        paths = [p for p in paths if adapter.accepts_file(p)]
-    if not paths:
-        return BatchProgress(batch_id, run_id, "no_data_files")
+        return "completed_pending", complete(lk, Pending.from_json(text))
+    return "run", None
+
+
+def _retry_waiting_metadata(run: _Run, run_id: str) -> tuple[int, int]:
+    """Re-decode this vendor's records quarantined as `schema_not_found` (their metadata may have arrived), as
+    one run with a deterministic id: a replay finds it committed. (retried, resolved)."""
+    if not get_adapter(run.vendor, run.options).uses_stored_schemas:
+        return 0, 0
+    lk = open_lake(run.spark, run.lake)
+    status, report = _commit_state(lk, run_id)
+    if report is not None:
+        return int(report.get("records_read", 0)), int(report.get("quarantine_resolved", 0))
+    waiting = lk.quarantine().where((F.col("vendor") == run.vendor) & (F.col("error_class") == "schema_not_found")
+                                    & F.col("raw").isNotNull())
+    batch = waiting.select(F.col("raw").alias("value"), "origin", F.col("quarantine_id").alias("_qid"))
+    if batch.isEmpty():
+        return 0, 0
     _clear_leftovers(lk, run_id)
-    result = normalize(paths, vendor, spark=spark, options=options, lake=lake, run_id=run_id,
-                       dedup_window_days=dedup_window_days)
-    return _from_report(batch_id, run_id, "committed", result.report)
+    result = normalize(batch.drop("_qid"), run.vendor, spark=run.spark, options=run.options, lake=run.lake,
+                       run_id=run_id, resolves=batch.select(F.col("_qid").alias("quarantine_id")),
+                       dedup_window_days=run.dedup_window_days, pair_wait_seconds=run.pair_wait_seconds)
+    return int(result.report.get("records_read", 0)), int(result.report.get("quarantine_resolved", 0))
 
 
 def _clear_leftovers(lk: Lake, run_id: str) -> None:
@@ -192,12 +388,19 @@ def _clear_leftovers(lk: Lake, run_id: str) -> None:
         lk.fs.delete(f"{lk.table(name).uri}/run={run_id}")
 
 
-def _from_report(batch_id: int, run_id: str, status: str, report: dict[str, Any]) -> BatchProgress:
+def from_report(batch_id: int, run_id: str, status: str, report: dict[str, Any]) -> BatchProgress:
+    """A batch's progress line from its run report."""
     oc = report.get("outcomes", {})
+    newest = report.get("newest_source_ts")
+    lag = None
+    if newest:
+        t = dt.datetime.fromisoformat(newest)
+        lag = (dt.datetime.now(dt.UTC) - (t if t.tzinfo else t.replace(tzinfo=dt.UTC))).total_seconds()
     return BatchProgress(batch_id, run_id, status, files=int(report.get("files", 0)),
                          records=int(report.get("records_read", 0)), rows_written=int(report.get("rows_written", 0)),
                          quarantined=int(oc.get("quarantined", 0)), duplicates=int(oc.get("duplicate", 0)),
-                         reconciled=report.get("reconciled"))
+                         held=int(oc.get("held", 0)), state_rows=int(report.get("pairing_state_rows", 0)),
+                         lag_seconds=lag, reconciled=report.get("reconciled"), report=report)
 
 
 def refuse_file_streams(vendor: str, options: dict[str, Any]) -> None:
@@ -206,3 +409,5 @@ def refuse_file_streams(vendor: str, options: dict[str, Any]) -> None:
     if vendor == "replicate" and options.get("stream_naming") == "file" and not options.get("stream"):
         raise UsageError("--follow with Replicate files named by file (stream_naming=file) needs --stream: "
                          "each new file would otherwise become a stream of its own.")
+
+

@@ -133,6 +133,10 @@ class PathsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.settle = float(options.get("settleSeconds", DEFAULT_SETTLE_SECONDS))
         cap = options.get("maxFilesPerTrigger")
         self.max_files = int(cap) if cap else None
+        cap = options.get("maxBytesPerTrigger")
+        self.max_bytes = int(cap) if cap else None
+        listed = options.get("listed")
+        self.listed = [Seen(p, int(n), 0.0) for p, n in json.loads(listed)] if listed else None
         self.target: int | None = None  # set by availableNow: never read past what existed when it started
 
     def initialOffset(self) -> dict:
@@ -146,17 +150,29 @@ class PathsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         total = self.target if self.target is not None else self.discover()
+        first = int(start["files"])
         end = total
         if isinstance(limit, ReadMaxFiles):
-            end = min(total, int(start["files"]) + int(limit.max_files))
-        return {"files": max(end, int(start["files"]))}
+            end = min(total, first + int(limit.max_files))
+        if self.max_bytes and end > first:
+            end = first + self._files_within(first, end, self.max_bytes)
+        return {"files": max(end, first)}
+
+    def _files_within(self, first: int, end: int, budget: int) -> int:
+        """How many files from `first` fit in `budget` bytes (at least one, so a large file is never stuck)."""
+        used, n = 0, 0
+        for s in self.manifest.entries()[first:end]:
+            if n and used + s.size > budget:
+                break
+            used, n = used + s.size, n + 1
+        return n
 
     def discover(self) -> int:
         """Admit the settled files not in the manifest yet; the manifest's length."""
         self.manifest.entries()
         now = time.time()
-        new = [s for s in list_inputs(self.inputs)
-               if not self.manifest.knows(s.path) and now - s.mtime >= self.settle]
+        found = self.listed if self.listed is not None else list_inputs(self.inputs)
+        new = [s for s in found if not self.manifest.knows(s.path) and now - s.mtime >= self.settle]
         self.manifest.append(new)
         return len(self.manifest.entries())
 
@@ -174,7 +190,8 @@ class PathsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 class PathsSource(DataSource):
     """Options: `inputs` (JSON list of files or folders), `manifest` (folder), `settleSeconds` (default 30),
-    `maxFilesPerTrigger` (default: no cap)."""
+    `maxFilesPerTrigger` and `maxBytesPerTrigger` (default: no cap; a batch takes at least one file), `listed`
+    (JSON list of [path, size]: exactly these files, no listing)."""
 
     @classmethod
     def name(cls) -> str:
@@ -193,8 +210,10 @@ def register(spark) -> None:
 
 
 def paths_stream(spark, inputs: list[str], manifest: str, settle_seconds: float = DEFAULT_SETTLE_SECONDS,
-                 max_files_per_trigger: int | None = None):
-    """A streaming DataFrame of (path, size, mtime) for the files landing under `inputs`."""
+                 max_files_per_trigger: int | None = None, max_bytes_per_trigger: int | None = None,
+                 listed: list | None = None):
+    """A streaming DataFrame of (path, size, mtime) for the files landing under `inputs` (or exactly the
+    `listed` files, entries with `path` and `size`: the batch command lists with Spark's file systems)."""
     register(spark)
     reader = (spark.readStream.format(NAME)
               .option("inputs", json.dumps([os.fspath(p) for p in inputs]))
@@ -202,4 +221,8 @@ def paths_stream(spark, inputs: list[str], manifest: str, settle_seconds: float 
               .option("settleSeconds", str(settle_seconds)))
     if max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", str(int(max_files_per_trigger)))
+    if max_bytes_per_trigger:
+        reader = reader.option("maxBytesPerTrigger", str(int(max_bytes_per_trigger)))
+    if listed is not None:
+        reader = reader.option("listed", json.dumps([[f.path, int(f.size)] for f in listed]))
     return reader.load()

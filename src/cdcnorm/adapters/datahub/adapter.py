@@ -18,10 +18,10 @@ import io
 import json
 from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 import orjson
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 
 from cdcnorm import containers
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
@@ -37,7 +37,7 @@ from cdcnorm.adapters.datahub.files import (
     sniff_head,
 )
 from cdcnorm.adapters.datahub.options import DataHubOptions, Where, path_hints
-from cdcnorm.adapters.datahub.pairing import pair_updates
+from cdcnorm.adapters.datahub.pairing import pair_updates, paired_ids
 from cdcnorm.adapters.datahub.scalars import text_or_none
 from cdcnorm.adapters.datahub.spec import SPEC
 from cdcnorm.adapters.datahub.vocabulary import (
@@ -275,7 +275,13 @@ class DataHubAdapter(Adapter):
 
 
     # -- Spark ----------------------------------------------------------------------------------------------
+    waiting_roles: ClassVar[tuple[str, ...]] = ("before", "after")
+
     def post_process(self, changes: DataFrame) -> DataFrame:
         """Pair UPDATE halves over the whole input (see :func:`pair_updates`)."""
         return pair_updates(changes)
+
+    def paired_event_ids(self, pair: Column) -> Column:
+        """A pair's UPDATE has the pair id as its event id; a key change's DELETE and INSERT ids derive from it."""
+        return paired_ids(pair)
 

@@ -181,6 +181,11 @@ def _orphan(h: Column, flag: str, counts: dict[str, Column]) -> Column:
     return _row(h, flags=_with_flag(h, flag), changed_columns=F.lit(None).cast("array<string>"), **counts)
 
 
+def paired_ids(pair: Column) -> Column:
+    """Every event id the rows of one pair can have (paired UPDATE, key change DELETE and INSERT)."""
+    return F.array(pair, _key_change_id(pair, "key_change_delete"), _key_change_id(pair, "key_change_insert"))
+
+
 def _key_change_id(pair: Column, which: str) -> Column:
     return F.substring(F.sha2(F.concat(pair, F.lit("|" + which)), 256), 1, 32)
 

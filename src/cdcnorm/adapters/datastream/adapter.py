@@ -34,7 +34,7 @@ skipped objects (`not_data_file`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 from pydantic import Field
 from pyspark.sql import DataFrame
@@ -256,16 +256,24 @@ class DatastreamAdapter(Adapter):
         out.change(change)
 
     # -- multi-record step ------------------------------------------------------------------------------------
+    waiting_roles: ClassVar[tuple[str, ...]] = ("delete",)
+    """An UPDATE-INSERT alone is Datastream's ordinary update: only an UPDATE-DELETE waits for its partner."""
+
     def post_process(self, changes: DataFrame) -> DataFrame:
-        """An UPDATE-INSERT whose UPDATE-DELETE partner (same `_pair`) exists becomes an INSERT flagged key_change."""
-        deletes = (changes.where(F.col(B.PAIR_ROLE) == "delete").select(F.col(B.PAIR).alias("_kc_pair"))
-                   .distinct().withColumn("_kc", F.lit(True)))
-        joined = changes.join(deletes, F.col(B.PAIR) == F.col("_kc_pair"), "left")
-        is_insert_half = (F.col(B.PAIR_ROLE) == "insert") & F.col("_kc").isNotNull()
-        flags = F.array_union(F.coalesce(F.col("flags"), F.array().cast("array<string>")), F.array(F.lit("key_change")))
+        """An UPDATE-INSERT whose UPDATE-DELETE partner (same `_pair`) exists becomes an INSERT flagged key_change;
+        an UPDATE-DELETE without its partner stays a DELETE of the old key, flagged `orphan_half`."""
+        roles = (changes.where(F.col(B.PAIR).isNotNull()).groupBy(F.col(B.PAIR).alias("_kc_pair"))
+                 .agg(F.max(F.col(B.PAIR_ROLE) == "delete").alias("_kc"),
+                      (F.size(F.collect_set(B.PAIR_ROLE)) > 1).alias("_kc_both")))
+        joined = changes.join(roles, F.col(B.PAIR) == F.col("_kc_pair"), "left")
+        is_insert_half = (F.col(B.PAIR_ROLE) == "insert") & F.coalesce(F.col("_kc"), F.lit(False))
+        lone = (F.col(B.PAIR_ROLE) == "delete") & ~F.coalesce(F.col("_kc_both"), F.lit(False))
+        flags = F.coalesce(F.col("flags"), F.array().cast("array<string>"))
         return (joined.withColumn("op", F.when(is_insert_half, F.lit("INSERT")).otherwise(F.col("op")))
-                .withColumn("flags", F.when(is_insert_half, flags).otherwise(F.col("flags")))
-                .drop("_kc_pair", "_kc"))
+                .withColumn("flags", F.when(is_insert_half, F.array_union(flags, F.array(F.lit("key_change"))))
+                            .when(lone, F.array_union(flags, F.array(F.lit("orphan_half"))))
+                            .otherwise(F.col("flags")))
+                .drop("_kc_pair", "_kc", "_kc_both"))
 
 
 def _looks_like_event(value: Any) -> bool:

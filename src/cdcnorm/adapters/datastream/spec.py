@@ -18,7 +18,7 @@ SPEC = VendorSpec(
     name="datastream",
     adapter="cdcnorm.adapters.datastream.adapter:DatastreamAdapter",
     formats=("datastream.json", "datastream.avro", "datastream.bigquery"),
-    flags=("delete_by_is_deleted", "key_change", "timestamp_as_string", "unverified_source"),
+    flags=("delete_by_is_deleted", "key_change", "orphan_half", "timestamp_as_string", "unverified_source"),
     summary="Google Cloud Datastream JSON / Avro files and BigQuery exports",
     compare_rules=(
         LossyRule(

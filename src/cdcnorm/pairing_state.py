@@ -1,0 +1,250 @@
+"""Update halves that pair across runs: a lone half waits for its partner, then is emitted as an orphan; a
+partner that arrives after that replaces the orphan (`supersedes`).
+
+Why: DataHub delivers an UPDATE as two records (`UPDATE_BEFOR`, `UPDATE_AFTER`) and Datastream a primary-key
+change as two (`UPDATE-DELETE`, `UPDATE-INSERT`); a file boundary (or a micro-batch boundary) may fall between
+them. Pairing only within one run leaves such halves orphans for ever.
+
+The state is the lake's `halves` Delta table, partitioned by vendor, append-only: a run appends entries and
+tombstones, never rewrites another run's files, so concurrent writers need no lock (the same rule as the rest of
+the lake). Entries:
+
+- `waiting`: a lone half held back (not emitted) until its event time (source time, else capture time) is
+  older than the newest event time seen minus the pairing wait;
+- `orphaned`: a half that was emitted as an orphan, remembered for the dedup window (event time), so a late
+  partner can still pair with it;
+- `released`: a tombstone ending the entry whose `entry_id` it names (a waiting half paired or released, an
+  orphan superseded or expired).
+
+Per run (in Spark, no row reaches the driver but one maximum): the run's halves plus the waiting entries are
+grouped by pair id. A complete group is paired as usual. A lone group whose opposite half is remembered as an
+orphan is paired with a copy of it (records zeroed: they were counted when the orphan was emitted); the rows this
+produces carry `supersedes = <orphan event id>` when the adapter's paired rows have ids of their own (DataHub),
+and the orphan's own re-emission is dropped (Datastream keeps the halves' ids: the late half is simply emitted).
+A lone half of a role that never waits (`Adapter.waiting_roles`: Datastream's UPDATE-INSERT alone is an
+ordinary update) passes through. Another lone group is released as an orphan when it is old enough, or always
+when the run flushes (a batch run with no wait), else it waits. A waiting half's records count as the report's `held` outcome (net: held at the end
+minus held at the start), so every report still reconciles. The table stays small: after a run, when a vendor's
+live files exceed :data:`COMPACT_FILES`, they are rewritten into one file of the live entries (tombstones and
+their targets dropped) in a `dataChange=false` commit that is skipped if it conflicts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from deltalake.transaction import RemoveAction
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from cdcnorm.canonical.emit import Bookkeeping as B
+from cdcnorm.canonical.emit import decoded_schema
+from cdcnorm.delta.files import write_files
+from cdcnorm.delta.read import read_files
+from cdcnorm.delta.table import Conflict
+
+if TYPE_CHECKING:
+    from cdcnorm.adapters import Adapter
+    from cdcnorm.lake import Lake
+
+TABLE = "halves"
+WAITING, ORPHANED, RELEASED = "waiting", "orphaned", "released"
+COMPACT_FILES = 16
+"""A vendor's live state files above which a run compacts them."""
+
+_DECODED = [f.name for f in decoded_schema().fields]
+
+
+@dataclass
+class Pairing:
+    """What the pairing step produced for one run."""
+
+    changes: DataFrame
+    """the run's change rows ready for the adapter's post_process (halves to pair or release, no waiting one)"""
+    entries: DataFrame
+    """rows to append to the `halves` table (new entries and tombstones)"""
+    dropped_ids: DataFrame
+    """event ids (`_drop_id`) of re-injected orphans: their re-emission after post_process is dropped"""
+    supersede: DataFrame
+    """(`_sup_id`, `_supersedes`): paired rows' event ids and the orphan each one replaces"""
+    counts: DataFrame
+    """one row: `held_in` / `held_out` (records waiting at the start / end) and `state_rows` (live entries after)"""
+
+
+def event_time() -> Column:
+    return F.coalesce(F.col("source_ts"), F.col("capture_ts"))
+
+
+def _role() -> Column:
+    return F.substring_index(F.col(B.PAIR_ROLE), "/", 1)
+
+
+def _entry_id(kind: str) -> Column:
+    parts = [F.lit(kind), F.col(B.PAIR), F.col(B.PAIR_ROLE), F.col("event_id"), F.to_json("origin")]
+    return F.sha2(F.concat_ws("\u0001", *[F.coalesce(p, F.lit("")) for p in parts]), 256)
+
+
+def _entries(rows: DataFrame, kind: str) -> DataFrame:
+    return rows.select(*[F.col(f"`{n}`") for n in _DECODED], F.lit(kind).alias("entry_kind"),
+                       _entry_id(kind).alias("entry_id"), event_time().alias("event_time"))
+
+
+def _tombstones(entry_ids: DataFrame, vendor: str) -> DataFrame:
+    nulls = [F.lit(None).cast(f.dataType).alias(f.name) for f in decoded_schema().fields if f.name != "vendor"]
+    return entry_ids.select(F.lit(vendor).alias("vendor"), *nulls, F.lit(RELEASED).alias("entry_kind"),
+                            F.col("entry_id"), F.lit(None).cast("timestamp").alias("event_time")
+                            ).select(*_DECODED, "entry_kind", "entry_id", "event_time")
+
+
+def needed(lk: Lake, adapter: Adapter, changes: DataFrame) -> bool:
+    """Whether a run must go through the pairing state: the vendor has live state files, or the run has a half
+    that may wait (one cheap check that stops at the first such row; else pairing within the run suffices)."""
+    table = lk.table(TABLE)
+    if table.exists() and any(f["partition"].get("vendor") == adapter.name for f in table.live(handle=table.fresh())):
+        return True
+    return not changes.where(_role().isin(*adapter.waiting_roles)).isEmpty()
+
+
+def live_entries(lk: Lake, vendor: str) -> DataFrame | None:
+    """The vendor's live entries (waiting and orphaned, tombstoned ones removed); None when it has none."""
+    table = lk.table(TABLE)
+    if not table.exists():
+        return None
+    files = [f["uri"] for f in table.live(handle=table.fresh()) if f["partition"].get("vendor") == vendor]
+    if not files:
+        return None
+    rows = read_files(lk.spark, table, files)
+    ended = rows.where(F.col("entry_kind") == RELEASED).select("entry_id")
+    return rows.where(F.col("entry_kind") != RELEASED).join(ended, "entry_id", "left_anti")
+
+
+def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_seconds: float | None,
+                     retention_days: int, stage_path: str) -> Pairing:
+    """Combine the run's decoded change rows with the vendor's pairing state (see the module doc).
+
+    `wait_seconds` None (or 0) flushes: every lone half is released as an orphan now (a batch run). The halves
+    and their decisions are written once to `stage_path` (they are few), so the run's later steps (dedup check,
+    report, writes) read them instead of re-running the grouping and joins.
+    """
+    vendor = adapter.name
+    spark = changes.sparkSession
+    state = live_entries(lk, vendor)
+    if state is None:
+        state = spark.createDataFrame([], lk.specs[TABLE].schema)
+    is_half = F.col(B.PAIR).isNotNull()
+    waiting = state.where(F.col("entry_kind") == WAITING)
+    orphaned = state.where(F.col("entry_kind") == ORPHANED)
+    pool = (changes.where(is_half).withColumn("_from_state", F.lit(False))
+            .unionByName(waiting.select(*_DECODED).withColumn("_from_state", F.lit(True))))
+    memory = orphaned.select(F.col(B.PAIR).alias("_m_pair"), _role().alias("_m_role"),
+                             F.col("event_id").alias("_m_id"), F.col("entry_id").alias("_m_entry"))
+    groups = pool.groupBy(B.PAIR).agg(F.collect_set(_role()).alias("_roles"), F.max(event_time()).alias("_t"))
+    late_groups = (groups.where(F.size("_roles") == 1).join(
+        memory, (F.col(B.PAIR) == F.col("_m_pair")) & ~F.array_contains("_roles", F.col("_m_role")))
+        .select(B.PAIR).distinct().withColumn("_late", F.lit(True)))
+    release_before = _release_horizon(changes, state, wait_seconds)
+    decided = (groups.join(late_groups, B.PAIR, "left")
+               .withColumn("_decision", F.when(F.size("_roles") > 1, "pair")
+                           .when(F.col("_late").isNotNull(), "late")
+                           .when(~F.array_contains(F.lit(list(adapter.waiting_roles)), F.col("_roles")[0]), "pass")
+                           .when(_releasable(release_before), "release")
+                           .otherwise("hold"))
+               .select(B.PAIR, "_decision"))
+    pool.join(decided, B.PAIR).write.mode("overwrite").parquet(stage_path)
+    pooled = spark.read.parquet(stage_path)
+
+    late = (pooled.where(F.col("_decision") == "late").select(B.PAIR, _role().alias("_role")).distinct()
+            .join(memory, (F.col(B.PAIR) == F.col("_m_pair")) & (F.col("_role") != F.col("_m_role")))
+            .select(B.PAIR, "_m_id", F.col("_m_entry").alias("entry_id")))
+    reinjected = (orphaned.join(late.select("entry_id"), "entry_id", "left_semi").select(*_DECODED)
+                  .withColumn(B.RECORDS, F.lit(0)).withColumn(B.MERGED, F.lit(0)))
+    to_pair = pooled.where(F.col("_decision") != "hold").select(*_DECODED)
+    out = changes.where(~is_half).unionByName(to_pair).unionByName(reinjected)
+
+    held_new = _entries(pooled.where((F.col("_decision") == "hold") & ~F.col("_from_state")), WAITING)
+    orphans_new = _entries(pooled.where(F.col("_decision") == "release"), ORPHANED).dropDuplicates(["entry_id"])
+    ended = (pooled.where((F.col("_decision") != "hold") & F.col("_from_state"))
+             .select(_entry_id(WAITING).alias("entry_id"))
+             .unionByName(late.select("entry_id"))
+             .unionByName(_expired(orphaned, retention_days)))
+    entries = held_new.unionByName(orphans_new).unionByName(_tombstones(ended.distinct(), vendor))
+
+    dropped = late.select(F.col("_m_id").alias("_drop_id")).distinct()
+    ids = adapter.paired_event_ids(F.col(B.PAIR))
+    supersede = (late.select(F.explode(ids).alias("_sup_id"), F.col("_m_id").alias("_supersedes"))
+                 .groupBy("_sup_id").agg(F.min("_supersedes").alias("_supersedes")))
+    n = F.coalesce(F.col(B.RECORDS), F.lit(0)) + F.coalesce(F.col(B.MERGED), F.lit(0))
+    held = pooled.agg(F.sum(F.when(F.col("_from_state"), n).otherwise(0)).alias("held_in"),
+                      F.sum(F.when(F.col("_decision") == "hold", n).otherwise(0)).alias("held_out"))
+    size = (state.select(F.lit(1).alias("d"))
+            .unionByName(entries.select(F.when(F.col("entry_kind") == RELEASED, -1).otherwise(1).alias("d")))
+            .agg(F.sum("d").alias("state_rows")))
+    return Pairing(out, entries, dropped, supersede, held.crossJoin(size))
+
+
+def _release_horizon(changes: DataFrame, state: DataFrame, wait_seconds: float | None) -> dt.datetime | None:
+    """Halves whose event time is before this instant are released; None: release all (flush)."""
+    if not wait_seconds:
+        return None
+    newest = (changes.select(event_time().alias("t")).unionByName(state.select(F.col("event_time").alias("t")))
+              .agg(F.max("t")).first()[0])  # one value: the newest event time seen
+    if newest is None:
+        return None
+    return newest - dt.timedelta(seconds=float(wait_seconds))
+
+
+def _releasable(before: dt.datetime | None) -> Column:
+    if before is None:
+        return F.lit(True)
+    return F.col("_t").isNull() | (F.col("_t") < F.lit(before))
+
+
+def _expired(orphaned: DataFrame, retention_days: int) -> DataFrame:
+    """Orphans remembered longer than the retention (event time) are forgotten."""
+    newest = orphaned.agg(F.max("event_time").alias("n"))
+    limit = F.col("n") - F.make_interval(days=F.lit(int(retention_days)))
+    old = orphaned.crossJoin(newest).where(F.col("event_time").isNull() | (F.col("event_time") < limit))
+    return old.select("entry_id")
+
+
+def apply_pairing(rows: DataFrame, pairing: Pairing | None) -> DataFrame:
+    """After the adapter's post_process: drop re-emitted orphans and set `supersedes` on late pairs."""
+    if pairing is None:
+        return rows.withColumn("supersedes", F.lit(None).cast("string"))
+    kept = rows.join(pairing.dropped_ids, F.col("event_id") == F.col("_drop_id"), "left_anti")
+    joined = kept.join(F.broadcast(pairing.supersede), F.col("event_id") == F.col("_sup_id"), "left")
+    return joined.withColumn("supersedes", F.col("_supersedes")).drop("_sup_id", "_supersedes")
+
+
+def compact(lk: Lake, vendor: str) -> bool:
+    """Rewrite a vendor's live state files into one when they are many (skipped on a conflict); True if done."""
+    table = lk.table(TABLE)
+    if not table.exists():
+        return False
+    handle = table.fresh()
+    files = [f for f in table.live(handle=handle) if f["partition"].get("vendor") == vendor]
+    if len(files) <= COMPACT_FILES:
+        return False
+    rows = read_files(lk.spark, table, [f["uri"] for f in files])
+    ended = rows.where(F.col("entry_kind") == RELEASED).select("entry_id")
+    live = rows.where(F.col("entry_kind") != RELEASED).join(ended, "entry_id", "left_anti")
+    prefix = f"compact={int(time.time() * 1000)}-{secrets.token_hex(3)}"
+    adds = write_files(live.select(*[f.name for f in table.schema.fields]), table, prefix)
+    now_ms = int(time.time() * 1000)
+    removes = [RemoveAction(f["path"], False, now_ms, f["size"], dict(f["partition"])) for f in files]
+    adds = [_no_data_change(a) for a in adds]
+    try:
+        table.commit(adds, removes=removes, handle=handle, operation_note={"cdcnorm.operation": "compact-halves"})
+    except Conflict:
+        return False
+    return True
+
+
+def _no_data_change(a):
+    from deltalake.transaction import AddAction
+
+    return AddAction(a.path, a.size, dict(a.partition_values), a.modification_time, False, a.stats)
