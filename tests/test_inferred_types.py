@@ -334,3 +334,24 @@ def test_corpus_json_tables_are_typed(spark, tmp_path):
     run = {tid.table: df for tid, df in frames.items()}["pipeline_run"].select(
         F.unix_micros("created_at").alias("us")).collect()
     assert run[0]["us"] == micros(dt.datetime(2025, 11, 5, 18, 19, 39, 44331, tzinfo=UTC))
+
+
+def test_hint_options_and_file_parse_and_unmatched_hints_are_refused(tmp_path):
+    """No Spark: `--column-types FILE` then `--column-type` (the options win); an unknown type or a bare column
+    name is refused; :func:`check_hints_used` asks for every table only when the known ones leave a hint."""
+    from cdcnorm.state.hints import check_hints_used, parse_hints
+
+    f = tmp_path / "hints.json"
+    f.write_text(json.dumps({"shop.orders.id": "int", "orders.at": "timestamp"}))
+    assert parse_hints(["shop.orders.id=bigint"], f) == {"shop.orders.id": "bigint", "orders.at": "timestamp"}
+    with pytest.raises(UsageError, match="unknown type"):
+        parse_hints(["orders.id=integr"])
+    with pytest.raises(UsageError, match="name the table too"):
+        parse_hints(["id=int"])
+    orders = ("datastream", "s", "shop", None, "orders")
+    asked = []
+    check_hints_used({"orders.id": "int"}, [orders], lambda: asked.append(1) or [])
+    assert asked == []
+    check_hints_used({"late.id": "int"}, [orders], lambda: [("datastream", "s", "shop", None, "late")])
+    with pytest.raises(UsageError, match="match no applied table: other.id"):
+        check_hints_used({"orders.id": "int", "other.id": "int"}, [orders], lambda: [orders])

@@ -94,7 +94,7 @@ def _compute(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None,
     latest = latest_schemas(schemas)
     stats = table_stats(changes, set(latest))
     plans = plan_tables(stats, latest)
-    apply_hints(plans, hints, require_all=not tables)
+    apply_hints(plans, hints, require_all=not tables and where is None)  # as of a point, a table may not exist yet
     if tables and not plans and where is None:
         raise UsageError(f"No table in {lake} matches {', '.join(tables)} (give table, schema.table or db.schema.table).")
     frames, cached = {}, []
