@@ -45,7 +45,7 @@ from cdcnorm.lake_commit import (
     with_source_day,
 )
 from cdcnorm.lake_tables import STAGING
-from cdcnorm.pairing_state import Pairing, apply_pairing, pair_across_runs
+from cdcnorm.pairing_state import Pairing, apply_pairing, mark_emitted_pairs, pair_across_runs
 from cdcnorm.pairing_state import compact as compact_halves
 from cdcnorm.pairing_state import needed as pairing_needed
 from cdcnorm.session import get_spark, use_portable_parquet
@@ -166,6 +166,8 @@ def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Prog
         # the days come from the rows before post-processing (post-processing never adds a day)
         scope = dedup_scope(lake_obj, with_source_day(decoded_changes), window)
         marked = mark_duplicates(changes, scope.existing).withColumn("_unchecked", scope.unchecked)
+        if pairing:
+            marked = mark_emitted_pairs(marked, scope.existing, adapter)
     else:
         scope = None
         marked = mark_duplicates(changes, None).withColumn("_unchecked", F.lit(False))
