@@ -290,7 +290,7 @@ def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind:
         "quarantined": sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_QUARANTINE),
     }
     pairing_state = {}
-    if parts["pairing"]:
+    if adapter.waiting_roles:  # zero when the run needed no pairing state (cdcnorm.pairing_state.needed)
         h = parts["held"][0] if parts["held"] else {"held_in": 0, "held_out": 0, "state_rows": 0}
         held_in, held_out = int(h["held_in"] or 0), int(h["held_out"] or 0)
         outcomes["held"] = held_out - held_in
