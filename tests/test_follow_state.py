@@ -69,6 +69,16 @@ def test_orphan_emitted_by_one_run_is_superseded_by_its_partner_in_the_next(spar
     assert applied(spark, split) == applied(spark, whole)
 
 
+def test_a_half_redelivered_after_its_pair_was_emitted_is_a_duplicate(spark, tmp_path):
+    lake = str(tmp_path / "lake")
+    normalize([str(FAR)], "datahub", spark=spark, lake=lake)
+    before = rows(spark, lake)
+    again = normalize([str(FAR / "part-0002.jsonl")], "datahub", spark=spark, lake=lake)
+    assert again.report["rows_written"] == 0 and again.report["reconciled"]
+    assert again.report["outcomes"]["duplicate"] == again.report["records_read"]
+    assert rows(spark, lake) == before  # no orphan of an update already paired
+
+
 def test_lone_halves_wait_for_their_partner_in_a_later_batch(spark, tmp_path):
     src, lake, whole = staged(tmp_path / "in", FAR / "part-0001.jsonl", FAR / "part-0002.jsonl"), \
         str(tmp_path / "lake"), str(tmp_path / "whole")

@@ -220,6 +220,21 @@ def apply_pairing(rows: DataFrame, pairing: Pairing | None) -> DataFrame:
     return joined.withColumn("supersedes", F.col("_supersedes")).drop("_sup_id", "_supersedes")
 
 
+def mark_emitted_pairs(marked: DataFrame, existing: DataFrame | None, adapter: Adapter) -> DataFrame:
+    """A lone half whose pair's rows the lake already holds (`Adapter.paired_event_ids`) is a redelivered half of
+    a pair emitted earlier (or the separate copy of a one-message UPDATE): a duplicate, not an orphan.
+    (Datastream's pairs keep the halves' own ids, so its rows are unaffected.)"""
+    if existing is None:
+        return marked
+    emitted = existing.select(F.col("event_id").alias("_c")).distinct()
+    candidates = marked.where(F.col(B.PAIR).isNotNull()).select(
+        F.col("event_id").alias("_half"), F.explode(adapter.paired_event_ids(F.col(B.PAIR))).alias("_c"))
+    hits = candidates.join(emitted, "_c").select("_half").distinct().withColumn("_pair_emitted", F.lit(True))
+    joined = marked.join(hits, F.col("event_id") == F.col("_half"), "left")
+    return (joined.withColumn("_dup", F.col("_dup") | F.coalesce(F.col("_pair_emitted"), F.lit(False)))
+            .drop("_half", "_pair_emitted"))
+
+
 def compact(lk: Lake, vendor: str) -> bool:
     """Rewrite a vendor's live state files into one when they are many (skipped on a conflict); True if done."""
     table = lk.table(TABLE)

@@ -46,7 +46,7 @@ from cdcnorm.lake_commit import (
     with_source_day,
 )
 from cdcnorm.lake_tables import STAGING
-from cdcnorm.pairing_state import Pairing, apply_pairing, pair_across_runs
+from cdcnorm.pairing_state import Pairing, apply_pairing, mark_emitted_pairs, pair_across_runs
 from cdcnorm.pairing_state import compact as compact_halves
 from cdcnorm.pairing_state import needed as pairing_needed
 from cdcnorm.session import get_spark, use_portable_parquet
@@ -167,6 +167,8 @@ def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Prog
         # the days come from the rows before post-processing (post-processing never adds a day)
         scope = dedup_scope(lake_obj, with_source_day(decoded_changes), window)
         marked = mark_duplicates(changes, scope.existing).withColumn("_unchecked", scope.unchecked)
+        if pairing:
+            marked = mark_emitted_pairs(marked, scope.existing, adapter)
     else:
         scope = None
         marked = mark_duplicates(changes, None).withColumn("_unchecked", F.lit(False))
@@ -306,7 +308,7 @@ def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind:
         "quarantined": sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_QUARANTINE),
     }
     pairing_state = {}
-    if parts["pairing"]:
+    if adapter.waiting_roles:  # zero when the run needed no pairing state (cdcnorm.pairing_state.needed)
         h = parts["held"][0] if parts["held"] else {"held_in": 0, "held_out": 0, "state_rows": 0}
         held_in, held_out = int(h["held_in"] or 0), int(h["held_out"] or 0)
         outcomes["held"] = held_out - held_in
