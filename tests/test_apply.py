@@ -189,7 +189,7 @@ def _rows(spark, applied, t, *cols):
 def test_insert_update_delete(spark, applied):
     assert _rows(spark, applied, tid("basic")) == [(1, "c"), (3, "d")]
     e = applied["index"][tid("basic")]
-    assert e["columns"] == [{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}]
+    assert e["columns"] == [{"name": "id", "type": "bigint", "from": "data"}, {"name": "v", "type": "string", "from": "data"}]
     assert (e["schema_source"], e["key_mode"], e["key_columns"], e["rows"]) == ("inferred", "event", ["id"], 2)
     assert e["last_position"] == "5"
 

@@ -533,10 +533,15 @@ def test_avro_schema_version_from_the_writer_schema():
 
 
 def test_json_schema_versions_are_inferred_once_per_table_and_key():
-    rows = decode(lines(mysql("INSERT", {"id": 1, "p": 1.5, "s": "x"}), mysql("INSERT", {"id": 2, "p": 2.5, "s": "y"})))
+    """One row per (table, key) per file, written after the file's last record with a summary of all its
+    values (the canonical type is derived when the rows are folded: cdcnorm.canonical.inferred)."""
+    rows = decode(lines(mysql("INSERT", {"id": 1, "p": 1.5, "s": "x"}),
+                        mysql("INSERT", {"id": 2, "p": 22.25, "s": "2025-01-21T11:08:15Z"})))
     (sv,) = [orjson.loads(r["_schema"]) for r in rows if r["_kind"] == "schema"]
+    assert rows[-1]["_kind"] == "schema"
     assert [(c["name"], c["vendor_type"], c["canonical_type"], c["pk_position"]) for c in sv["columns"]] == [
-        ("id", None, "bigint", 1), ("p", None, "decimal", None), ("s", None, "string", None)]
+        ("id", "json:int;digits=1;scale=0", None, 1), ("p", "json:decimal;digits=2;scale=2", None, None),
+        ("s", "json:text,timestamp", None, None)]
 
 
 def test_binary_columns_option():

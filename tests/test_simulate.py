@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import io
 import json
+import re
 import sys
 import time
 from decimal import Decimal
@@ -489,7 +490,7 @@ def _replay_datastream(fmt: str):
                 events += _typed_numbers(fastavro.reader(p.open("rb")))
             else:
                 raw = gzip.decompress(p.read_bytes()) if p.name.endswith(".gz") else p.read_bytes()
-                events += [json.loads(line, parse_float=Decimal) for line in raw.decode("utf-8").splitlines()]
+                events += [_typed_text(json.loads(line, parse_float=Decimal)) for line in raw.decode("utf-8").splitlines()]
         uniq = {}
         for e in events:
             m = e["source_metadata"]
@@ -503,6 +504,20 @@ def _replay_datastream(fmt: str):
             _apply(state, m["table"], m["primary_keys"] or [], op, e["payload"])
         return _result(state)
     return run
+
+
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_ISO_INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z")
+
+
+def _typed_text(e: dict) -> dict:
+    """Datastream JSON as apply types it (docs/apply.md, "Typed columns from JSON"): ISO dates and instants."""
+    for n, v in (e.get("payload") or {}).items():
+        if isinstance(v, str) and _ISO_DATE.fullmatch(v):
+            e["payload"][n] = dt.date.fromisoformat(v)
+        elif isinstance(v, str) and _ISO_INSTANT.fullmatch(v):
+            e["payload"][n] = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+    return e
 
 
 def _ds_position(e: dict) -> tuple:

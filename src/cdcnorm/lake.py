@@ -27,6 +27,7 @@ import orjson
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdcnorm.canonical.inferred import fold_versions
 from cdcnorm.canonical.schema import (
     CANONICAL_VERSION,
     COLUMN_NAMES,
@@ -189,11 +190,8 @@ class Lake:
 
     def schemas(self, latest: bool = False) -> DataFrame:
         names = tuple(c.name for c in SCHEMA_VERSION_COLUMNS)
-        df = self.read("schemas", latest=latest)
-        # A version without first_seen must still come out (min_by skips rows whose ordering value is null).
-        order = F.struct(F.col("first_seen").isNull(), F.col("first_seen"))
-        first = F.min_by(F.struct(*[F.col(f"`{n}`") for n in names]), order)
-        return df.groupBy("version_id").agg(first.alias("s")).select("s.*")
+        # One row per version: the earliest row's, with inferred column types merged over all its rows.
+        return fold_versions(self.read("schemas", latest=latest).select(*names))
 
 
 def reported_files(committed: set[str]):

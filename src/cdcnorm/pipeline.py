@@ -26,6 +26,7 @@ from cdcnorm.canonical.emit import (
     KIND_SCHEMA,
 )
 from cdcnorm.canonical.emit import Bookkeeping as B
+from cdcnorm.canonical.inferred import PREFIX, fold_versions
 from cdcnorm.canonical.schema import (
     COLUMN_NAMES,
     QUARANTINE_COLUMNS,
@@ -182,8 +183,7 @@ def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Prog
     if lake_obj:
         quarantine = quarantine.join(lake_obj.quarantine(include_resolved=True, latest=True).select("quarantine_id"),
                                      "quarantine_id", "left_anti")
-        schemas = schemas.join(lake_obj.schemas(latest=True).select("version_id"), "version_id", "left_anti")
-        schemas = schemas.select(*[c.name for c in SCHEMA_VERSION_COLUMNS])
+        schemas = _new_schema_rows(schemas, lake_obj)
 
     say("counting outcomes")
     parts = _aggregate(decoded, marked, pairing)
@@ -265,10 +265,28 @@ def _schema_rows(decoded: DataFrame) -> DataFrame:
     ident = F.concat_ws("\u0001", *[F.coalesce(F.col(c), F.lit("")) for c in
                                      ("vendor", "stream", "database", "schema", "table", "schema_version")])
     s = s.withColumn("first_seen", F.to_timestamp("first_seen")).withColumn("version_id", F.sha2(ident, 256))
-    # min_by skips rows whose ordering value is null: order versions without first_seen last, never drop them.
-    order = F.struct(F.col("first_seen").isNull(), F.col("first_seen"))
-    first = F.min_by(F.struct(*[F.col(f"`{c.name}`") for c in SCHEMA_VERSION_COLUMNS]), order)
-    return s.groupBy("version_id").agg(first.alias("x")).select("x.*")
+    # One row per version: the earliest file's, its inferred columns merged over every file (widening only).
+    return fold_versions(s.select(*[c.name for c in SCHEMA_VERSION_COLUMNS]))
+
+
+def _new_schema_rows(schemas: DataFrame, lake: Lake) -> DataFrame:
+    """The run's versions the lake does not hold yet, and the inferred versions this run widens.
+
+    A version with inferred (`json:`) columns is merged with the lake's (already folded) row of it; the merged
+    row is written when its columns differ from the lake's, so a later run's wider values (an int beyond 32
+    bits, a larger scale, text in a timestamp column) reach the lake as one more row of the version, which
+    every reader folds (cdcnorm.canonical.inferred.fold_versions). Declared versions are written once.
+    """
+    names = [c.name for c in SCHEMA_VERSION_COLUMNS]
+    stored = lake.schemas(latest=True)
+    inferred = F.exists("columns", lambda c: F.coalesce(c["vendor_type"].startswith(PREFIX), F.lit(False)))
+    declared = schemas.where(~inferred).join(stored.select("version_id"), "version_id", "left_anti")
+    untyped = schemas.where(inferred)
+    merged = fold_versions(untyped.unionByName(stored.join(untyped.select("version_id"), "version_id", "left_semi")))
+    before = stored.select("version_id", F.to_json("columns").alias("_was"))
+    widened = (merged.join(before, "version_id", "left")
+               .where(F.col("_was").isNull() | (F.col("_was") != F.to_json("columns"))).select(*names))
+    return declared.select(*names).unionByName(widened)
 
 
 def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind: str, inputs: list[str],

@@ -176,6 +176,7 @@ class _MessageDecoder:
                 out.end_record()
                 if len(out) >= BATCH_ROWS:
                     yield out.flush()
+        adapter.end_messages(out)
         if len(out):
             yield out.flush()
 

@@ -165,6 +165,10 @@ class Adapter:
         """Decode one raw message (the `value` of a Kafka-shaped row); `begin_record` was already called."""
         raise NotImplementedError(f"the {self.name} adapter does not decode raw messages")
 
+    def end_messages(self, out: BatchBuilder) -> None:
+        """The last messages of a partition were decoded: emit what was gathered over them (schema versions
+        summarising untyped values); no outcome of a record."""
+
     # -- a first pass (before decoding): what the adapter wants from the whole input ------------------------
     uses_stored_schemas: ClassVar[bool] = False
     """Hand `prepare` the schema versions earlier runs stored in the lake for this vendor."""

@@ -20,30 +20,40 @@ def apply_cmd(
     history: Annotated[bool, typer.Option("--history", help="Also write SCD type 2 history under LAKE/history/.")] = False,
     track_column: Annotated[list[str] | None, typer.Option("--track-column", help="History: only changes of these columns open a version.")] = None,
     as_of: Annotated[str | None, typer.Option("--as-of", help="Write the state at a source time (ISO-8601) or position (sk:HEX) under LAKE/as_of/.")] = None,
+    column_type: Annotated[list[str] | None, typer.Option(
+        "--column-type", help="A column's type, over the vendor's and the inferred one: table.col=TYPE "
+                              "(or schema.table.col / db.schema.table.col), e.g. shop.orders.paid_at=timestamp.")] = None,
+    column_types: Annotated[str | None, typer.Option(
+        "--column-types", help='A JSON file of hints: {"db.table.col": "TYPE", ...}; --column-type wins.')] = None,
 ) -> None:
     """Bring the current state of every source table under LAKE/current/ up to date."""
-    run_guarded(lambda: apply_command(lake, table, master, full, history, track_column, as_of))
+    run_guarded(lambda: apply_command(lake, table, master, full, history, track_column, as_of, column_type, column_types))
 
 
 def apply_command(lake: str, tables: list[str] | None, master: str | None, full: bool = False,
-                  history: bool = False, track: list[str] | None = None, as_of: str | None = None) -> int:
-    """`cdcnorm apply --lake LAKE [--table T ...] [--full] [--history] [--as-of X]`: write tables and list them."""
+                  history: bool = False, track: list[str] | None = None, as_of: str | None = None,
+                  column_type: list[str] | None = None, column_types: str | None = None) -> int:
+    """`cdcnorm apply --lake LAKE [--table T ...] [--full] [--history] [--as-of X] [--column-type T.C=TYPE ...]`:
+    write tables and list them."""
     from cdcnorm.session import get_spark
     from cdcnorm.state import CURRENT, INDEX, apply
+    from cdcnorm.state.hints import parse_hints
 
     check_lakes_exist(lake)
+    hints = parse_hints(column_type, column_types)
     spark = get_spark(master, quiet=True)
     if as_of is not None:
         from cdcnorm.state.as_of import write_as_of
 
         with console.status(f"computing the state as of {as_of}"):
-            written = write_as_of(spark, lake, as_of, tables or None)
+            written = write_as_of(spark, lake, as_of, tables or None, hints)
         for path, rows in written:
             console.print(f"{path}  {rows} row(s)", highlight=False)
         console.print(f"{len(written)} table(s) as of {as_of}", highlight=False)
         return EXIT_OK
     with console.status("applying changes"):
-        result = apply(spark, lake, tables=tables or None, full=full, history=history, track_columns=track or None)
+        result = apply(spark, lake, tables=tables or None, full=full, history=history, track_columns=track or None,
+                       column_types=hints)
     summary = result.summary
     out = Table(title="current-state tables")
     for col, just in (("path", "left"), ("rows", "right"), ("columns", "right"), ("key", "left"),
@@ -55,6 +65,14 @@ def apply_command(lake: str, tables: list[str] | None, master: str | None, full:
                     t["schema_version"] or f"[dim]{t['schema_source']}[/dim]", str(t["orphan_updates_ignored"]),
                     _how(t.get("apply") or {}))
     console.print(out)
+    for t in summary["tables"]:
+        name = ".".join(p for p in (t["database"], t["schema"], t["table"]) if p is not None)
+        for ch in t.get("type_changes", []):
+            console.print(f"{name}.{ch['column']}: {ch['from']} -> {ch['to']} ({ch['kind']}; table rewritten)",
+                          highlight=False)
+        for c in t["columns"]:
+            if c.get("note"):
+                console.print(f"{name}.{c['name']}: {c['note']}", highlight=False)
     tot = summary["totals"]
     ignored = ", ".join(f"{k} {v}" for k, v in tot["ignored_ops"].items()) or "none"
     console.print(f"{tot['tables']} table(s), {tot['rows']} row(s); orphan updates ignored: "

@@ -38,8 +38,9 @@ GENERIC_RULES: tuple[LossyRule, ...] = (
     LossyRule(
         "json_text_timestamp", None, TEXT_TYPES, ("timestamp", "timestamp_ntz"),
         "try_cast({x} AS TIMESTAMP)", "CAST({x} AS TIMESTAMP)",
-        "untyped JSON output (e.g. Datastream JSON) carries a timestamp as ISO text: compared as an instant "
-        "(a naive time read as UTC)", as_text=True,
+        "a timestamp kept as ISO text by untyped JSON output (a Datastream JSON column that also held other "
+        "text; typed columns are inferred at normalize time): compared as an instant (a naive time read as UTC)",
+        as_text=True,
     ),
     LossyRule(
         "json_text_date", None, TEXT_TYPES, ("date",),

@@ -136,7 +136,10 @@ def _project(h: DataFrame, new: DataFrame, schemas: DataFrame, kind: str) -> tup
         out = t
         for base, (to, _conv) in rules.items():
             out = F.when(t.startswith("decimal") if base == "decimal" else t == base, F.lit(to)).otherwise(out)
-        return c.withField("canonical_type", out)
+        # a projected type is declared by the new vendor: it replaces an inferred (`json:`) summary too
+        projected = F.coalesce(out != t, F.lit(False))
+        return (c.withField("canonical_type", out)
+                .withField("vendor_type", F.when(projected, out).otherwise(c["vendor_type"])))
 
     return (new.withColumn("after", after).withColumn("before", before),
             schemas.withColumn("columns", F.transform("columns", retype)))

@@ -17,9 +17,11 @@ from cdcnorm.state.build import apply
 from cdcnorm.state.paths import path_component, relative_path, table_path
 
 
-def write_as_of(spark: SparkSession, lake: str, as_of: str, tables: list[str] | None) -> list[tuple[str, int]]:
-    """Each selected table's state at `as_of` as a Delta table (overwritten); (path, rows) per table."""
-    frames = apply(spark, lake, tables=tables, as_of=as_of)
+def write_as_of(spark: SparkSession, lake: str, as_of: str, tables: list[str] | None,
+                column_types: dict[str, str] | None = None) -> list[tuple[str, int]]:
+    """Each selected table's state at `as_of` as a Delta table (overwritten); (path, rows) per table;
+    `column_types`: type hints (cdcnorm.state.hints)."""
+    frames = apply(spark, lake, tables=tables, as_of=as_of, column_types=column_types)
     root = f"as_of/{path_component(as_of)}"
     out = []
     rows = {e["path"]: e["rows"] for e in frames.summary["tables"]}

@@ -17,10 +17,12 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdcnorm.canonical.inferred import widen_over_tables
 from cdcnorm.errors import UsageError
 from cdcnorm.lake import Lake
 from cdcnorm.session import use_portable_parquet
 from cdcnorm.state import run
+from cdcnorm.state.hints import apply_hints, parse_hints
 from cdcnorm.state.index import build_summary, write_index
 from cdcnorm.state.plan import latest_schemas, name_filter, plan_tables, table_hash, table_stats
 from cdcnorm.state.run import ApplyResult
@@ -28,7 +30,7 @@ from cdcnorm.state.run import ApplyResult
 
 def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write: bool = True,
           full: bool = False, history: bool = False, track_columns: list[str] | None = None,
-          as_of: str | bytes | dt.datetime | None = None) -> ApplyResult:
+          as_of: str | bytes | dt.datetime | None = None, column_types: dict[str, str] | None = None) -> ApplyResult:
     """Current state of every source table in `lake` (or those named in `tables`) as typed DataFrames.
 
     With `write`, each table's Delta table under `LAKE/current/` is brought up to date with the changes
@@ -37,15 +39,18 @@ def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write
     columns open a new version). Without `write`, the state is computed from all changes, persisted, and
     nothing is written. `as_of` (a source time, or a canonical position: the hex `sort_key`) computes the state
     from the changes up to it instead (nothing is written; the command line writes it under `LAKE/as_of/`).
+    `column_types` (`{"db.table.column": "TYPE"}`, see cdcnorm.state.hints) overrides declared and inferred types
+    on every path; a table whose types a hint changes is rebuilt.
     """
     use_portable_parquet(spark)
     lk = Lake(spark, lake)
+    hints = parse_hints([f"{k}={v}" for k, v in (column_types or {}).items()])
     if as_of is not None:
-        return _compute(spark, lk, lake, tables, as_of_filter(as_of))
+        return _compute(spark, lk, lake, tables, hints, as_of_filter(as_of))
     with lk.writer("apply") if write else nullcontext():  # one writer per lake (cdcnorm.lake_lock)
         if not write:
-            return _compute(spark, lk, lake, tables)
-        return run.apply_lake(lk, tables, full=full, history=history, track_columns=track_columns)
+            return _compute(spark, lk, lake, tables, hints)
+        return run.apply_lake(lk, tables, full=full, history=history, track_columns=track_columns, hints=hints)
 
 
 def as_of_filter(as_of: str | bytes | dt.datetime) -> Column | dt.datetime:
@@ -77,18 +82,19 @@ def _up_to(changes: DataFrame, where: Column | dt.datetime | None) -> DataFrame:
     return changes.join(F.broadcast(last), "_tid").where(F.col("sort_key") <= F.col("_upto")).drop("_upto")
 
 
-def _compute(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None,
+def _compute(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None, hints: dict[str, str],
              where: Column | dt.datetime | None = None) -> ApplyResult:
     """write=False / as_of: every selected table from all of its changes (up to `where`), persisted, nothing
     written."""
     selected = name_filter(tables)
     changes = _up_to(run.prepared(lk.changes()), where)
-    schemas = lk.schemas()
+    schemas = widen_over_tables(lk.schemas())  # inferred types hold the values of every version (canonical.inferred)
     if selected is not None:
         changes, schemas = changes.where(selected), schemas.where(selected)
     latest = latest_schemas(schemas)
     stats = table_stats(changes, set(latest))
     plans = plan_tables(stats, latest)
+    apply_hints(plans, hints, require_all=not tables and where is None)  # as of a point, a table may not exist yet
     if tables and not plans and where is None:
         raise UsageError(f"No table in {lake} matches {', '.join(tables)} (give table, schema.table or db.schema.table).")
     frames, cached = {}, []

@@ -43,7 +43,7 @@ def keyed_history(plan: TablePlan, entries: DataFrame, truncates: list[tuple[byt
     vals = []
     for c in cols:
         carried = F.when(~(op == "DELETE") & F.map_contains_key(img, F.lit(c.name)),
-                         F.struct(extract(img, c.name, c.type, c.canonical_type).alias("v")))
+                         F.struct(extract(img, c.name, c.type, c.canonical_type, c.naive_utc).alias("v")))
         vals.append(F.last(carried, ignorenulls=True).over(seg)["v"].alias(c.name))
     nxt = Window.partitionBy("_cdc_key").orderBy("sort_key")
     df = df.select("*", *vals,
@@ -130,7 +130,7 @@ def keyless_history(plan: TablePlan, rows: DataFrame) -> DataFrame:
                       F.col("op").alias("closed_by_op"), F.col("event_id").alias("closed_by_event_id"))
     out = opens.join(c, ["_cdc_key", "_n"], "left")
     return out.select(
-        *[extract(F.col("_img"), x.name, x.type, x.canonical_type).alias(x.name) for x in plan.columns],
+        *[extract(F.col("_img"), x.name, x.type, x.canonical_type, x.naive_utc).alias(x.name) for x in plan.columns],
         F.col("sort_key").alias("valid_from"), "valid_to", F.col("source_ts").alias("valid_from_ts"), "valid_to_ts",
         F.col("valid_to").isNull().alias("is_current"), F.col("op").alias("opened_by_op"),
         F.col("event_id").alias("opened_by_event_id"), "closed_by_op", "closed_by_event_id", "_cdc_key")

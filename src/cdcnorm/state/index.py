@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 from cdcnorm.lake import Lake
 from cdcnorm.state.paths import CURRENT, INDEX, relative_path
 from cdcnorm.state.plan import TablePlan
+from cdcnorm.state.types import widens
 
 
 def build_summary(lake: str, plans: list[TablePlan], stats: dict[str, dict]) -> dict[str, Any]:
@@ -40,7 +41,8 @@ def _entry(p: TablePlan) -> dict[str, Any]:
         **p.tid._asdict(),
         "path": relative_path(p.tid),
         "rows": p.rows,
-        "columns": [{"name": c.name, "type": c.type} for c in p.columns],
+        "columns": [{"name": c.name, "type": c.type, "from": c.source, **({"note": c.note} if c.note else {})}
+                    for c in p.columns],
         "schema_version": p.schema_version,
         "schema_source": p.schema_source,
         "key_mode": p.key_mode,
@@ -63,11 +65,22 @@ def write_index(lk: Lake, summary: dict[str, Any], replace_all: bool) -> None:
     """`LAKE/current/_tables.json`; a filtered run keeps the other tables' entries."""
     path = f"{lk.path}/{CURRENT}/{INDEX}"
     entries = {e["path"]: e for e in summary["tables"]}
-    if not replace_all and lk.fs.exists(path):
-        old = orjson.loads(lk.fs.read_text(path)).get("tables", [])
+    old = orjson.loads(lk.fs.read_text(path)).get("tables", []) if lk.fs.exists(path) else []
+    note_type_changes(summary["tables"], {e["path"]: e for e in old})
+    if not replace_all:
         entries = {**{e["path"]: e for e in old}, **entries}
     doc = {"index_format": 1, "applied_at": summary["applied_at"], "tables": [entries[k] for k in sorted(entries)]}
     lk.fs.write_text(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
+
+
+def note_type_changes(entries: list[dict[str, Any]], previous: dict[str, dict[str, Any]]) -> None:
+    """`type_changes` of each entry: columns whose type differs from the previous apply's (a widening, such as
+    int -> bigint, a wider decimal, date -> timestamp, anything -> string, or another `change`)."""
+    for e in entries:
+        before = {c["name"]: c["type"] for c in previous.get(e["path"], {}).get("columns", [])}
+        e["type_changes"] = [{"column": c["name"], "from": before[c["name"]], "to": c["type"],
+                              "kind": "widening" if widens(before[c["name"]], c["type"]) else "change"}
+                             for c in e["columns"] if c["name"] in before and before[c["name"]] != c["type"]]
 
 
 def read_index(spark: SparkSession, lake: str) -> list[dict[str, Any]]:

@@ -83,7 +83,7 @@ def _batch(changes: DataFrame, cols) -> DataFrame:
     sel = [F.hex("_gkey").alias(KEY), F.lit(_BATCH).alias("_kind"), F.when(delete, sk).alias("_del"),
            F.when(~delete, sk).alias("_row_sk")]
     for i, c in enumerate(cols):
-        sel += [F.when(delete, F.lit(None)).otherwise(extract(img, c.name, c.type, c.canonical_type))
+        sel += [F.when(delete, F.lit(None)).otherwise(extract(img, c.name, c.type, c.canonical_type, c.naive_utc))
                 .cast(spark_type(c.type)).alias(c.name),
                 F.when(~delete & F.map_contains_key(img, F.lit(c.name)), sk).alias(_sk(i))]
     return changes.select(*sel)

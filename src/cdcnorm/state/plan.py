@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from cdcnorm.canonical.schema import OPS
 from cdcnorm.state.paths import TableId
-from cdcnorm.state.types import OutputColumn, parse_inferred, spark_type_name
+from cdcnorm.state.types import OutputColumn, parse_inferred, schema_column
 
 IDENT = ("vendor", "stream", "database", "schema", "table")
 ROW_OPS = ("INSERT", "UPDATE", "DELETE", "SNAPSHOT")
@@ -118,7 +118,7 @@ def _schema_columns(schema: dict[str, Any]) -> list[OutputColumn]:
     for c in cols:
         if c["name"] is not None and c["name"] not in seen:
             seen.add(c["name"])
-            out.append(OutputColumn(c["name"], spark_type_name(c["canonical_type"]), c["canonical_type"]))
+            out.append(schema_column(c))
     return out
 
 

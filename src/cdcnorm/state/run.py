@@ -15,6 +15,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from cdcnorm.canonical.inferred import widen_over_tables
 from cdcnorm.canonical.schema import COLUMN_NAMES
 from cdcnorm.delta.read import read_files, read_table
 from cdcnorm.errors import UsageError
@@ -23,6 +24,7 @@ from cdcnorm.lake_tables import run_of
 from cdcnorm.state import keyed
 from cdcnorm.state.batch import NotIncremental, new_files
 from cdcnorm.state.bookmark import combine, needs_rebuild, plan_json, stats_from_json, stats_json
+from cdcnorm.state.hints import apply_hints, check_hints_used
 from cdcnorm.state.index import build_summary, read_index, write_index
 from cdcnorm.state.merge import applicable, keyed_entries, keyless_state
 from cdcnorm.state.paths import CURRENT, TOMBSTONES, TableId
@@ -118,19 +120,26 @@ def target_schema(plan: TablePlan):
 
 
 def apply_lake(lk: Lake, tables: list[str] | None, full: bool = False, history: bool = False,
-               track_columns: list[str] | None = None):
-    """Bring every selected target up to the lake's cut: frames read from the targets, and the summary."""
+               track_columns: list[str] | None = None, hints: dict[str, str] | None = None):
+    """Bring every selected target up to the lake's cut: frames read from the targets, and the summary.
+
+    `hints` (cdcnorm.state.hints) retype columns of every plan right after it is made, before the plan is
+    compared with the bookmark's: a hint that changes a table's types rebuilds the table."""
+    hints = hints or {}
     runs = lk._runs()
     cut_versions = lk._cut(runs)
     cut = Cut(cut_versions.get("changes", -1), cut_versions.get("schemas", -1), {r["run_id"] for r in runs})
     cut.pending = [f["path"] for f in lk.table("changes").live(cut.changes)
                    if run_of(f["path"]) is not None and run_of(f["path"]) not in cut.committed] if cut.changes >= 0 else []
     selected = name_filter(tables)
-    schemas = lk.schemas()
+    schemas = widen_over_tables(lk.schemas())  # inferred types hold the values of every version (canonical.inferred)
     if selected is not None:
         schemas = schemas.where(selected)
     latest = latest_schemas(schemas)
     bookmarks = _bookmarks(lk, tables)
+    if hints and not tables:  # refuse a hint naming no table before anything is written
+        check_hints_used(hints, [*bookmarks, *(TableId(*(sv[c] for c in IDENT)) for sv in latest.values())],
+                         lambda: lk.changes().select(*IDENT).distinct().collect())
     plans: dict[TableId, TablePlan] = {}
     seen: dict[str, dict[str, Any]] = {}  # every table's aggregate this apply read (non-data tables' counts too)
     rebuild: dict[TableId, str] = {}
@@ -148,8 +157,8 @@ def apply_lake(lk: Lake, tables: list[str] | None, full: bool = False, history: 
             notes.append(f"rebuilding {len(tids)} table(s) from all changes: {exc}")
             rebuild.update({t: (str(exc), None) for t in tids})
             continue
-        _incremental(lk, cut, batch.files, tids, bookmarks, latest, selected, plans, rebuild, seen)
-    _rebuild(lk, cut, selected, latest, bookmarks, rebuild, plans, seen)
+        _incremental(lk, cut, batch.files, tids, bookmarks, latest, selected, plans, rebuild, seen, hints)
+    _rebuild(lk, cut, selected, latest, bookmarks, rebuild, plans, seen, hints)
     if tables and not plans:
         raise UsageError(f"No table in {lk.path} matches {', '.join(tables)} (give table, schema.table or db.schema.table).")
     ordered = [plans[t] for t in sorted(plans, key=lambda t: tuple("" if v is None else v for v in t))]
@@ -187,7 +196,7 @@ def _bookmarks(lk: Lake, tables: list[str] | None) -> dict[TableId, dict[str, An
 
 
 def _incremental(lk: Lake, cut: Cut, files: list[str], tids: list[TableId], bookmarks, latest, selected,
-                 plans, rebuild, seen) -> None:
+                 plans, rebuild, seen, hints) -> None:
     """Apply one group's new files to its tables; tables that must be rebuilt are noted in `rebuild`."""
     spark = lk.spark
     table = lk.table("changes")
@@ -215,8 +224,9 @@ def _incremental(lk: Lake, cut: Cut, files: list[str], tids: list[TableId], book
             continue
         plan = plan[0]
         if new is None:
-            plan.columns = [OutputColumn(n, t, c) for n, t, c in bm["plan"]["columns"]] \
+            plan.columns = [OutputColumn(n, t, c, "data") for n, t, c in bm["plan"]["columns"]] \
                 if plan.schema_source == "inferred" else plan.columns
+        apply_hints([plan], hints, require_all=False)
         why = needs_rebuild(plan, bm)
         if why:
             rebuild[tid] = (why, hid)
@@ -277,7 +287,7 @@ def _counts(m: DataFrame) -> tuple[int, int]:
 
 
 def _rebuild(lk: Lake, cut: Cut, selected, latest, bookmarks, rebuild: dict[TableId, tuple[str, str | None]],
-             plans, seen) -> None:
+             plans, seen, hints) -> None:
     """Every table without a bookmark, or marked for a rebuild, from all of its changes at the cut."""
     everything = not bookmarks or all(t in rebuild for t in bookmarks)
     if not everything and not rebuild:
@@ -299,6 +309,7 @@ def _rebuild(lk: Lake, cut: Cut, selected, latest, bookmarks, rebuild: dict[Tabl
             continue
         if plan.tid in plans:
             continue
+        apply_hints([plan], hints, require_all=False)
         plans[plan.tid] = plan
         _rebuild_table(lk, cut, plan, changes.where(F.col("_tid") == plan.hid),
                        rebuild.get(plan.tid, ("--full" if bookmarks else "first apply", None))[0])

@@ -13,6 +13,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from cdcnorm.canonical.inferred import PREFIX, inference_note
+
 MAX_DECIMAL_PRECISION = 38
 
 _SPELLINGS: dict[str, str] = {
@@ -71,20 +73,33 @@ def spark_type(name: str) -> T.DataType:
     return _SIMPLE[name]
 
 
-def extract(values: Column, name: str, type_name: str, canonical: str | None = None) -> Column:
+def extract(values: Column, name: str, type_name: str, canonical: str | None = None,
+            naive_utc: bool = False) -> Column:
     """Typed value of column `name` from a `map<string, variant>` row image (null when absent or not castable).
 
     `try_variant_get` makes a value that does not fit the declared type (a decimal-as-string in a decimal
     column, a nanosecond timestamp kept as text) null or truncated instead of failing the whole table.
     A decimal wider than 38 digits (`canonical`) is a string column; see :func:`_wide_decimal_text`.
+    `naive_utc`: the column's values are date-time text whose vendor says a time without a zone is UTC.
     """
     value = F.try_element_at(values, F.lit(name))
     if type_name == "variant":
         return value
+    if naive_utc and type_name == "timestamp":
+        return _utc_text_timestamp(value)
     scale = wide_decimal_scale(canonical) if type_name == "string" else None
     if scale is not None:
         return _wide_decimal_text(value, scale)
     return F.try_variant_get(value, "$", type_name)
+
+
+def _utc_text_timestamp(value: Column) -> Column:
+    """A timestamp from ISO text where a date or date-time without a zone is UTC, whatever the session time
+    zone (Spark reads a zoneless text in the session's zone): the zone is appended before the cast."""
+    text = F.try_variant_get(value, "$", "string")
+    fixed = (F.when(F.length(text) == 10, F.concat(text, F.lit("T00:00:00Z")))
+             .when(text.rlike(r"(Z|[+-]\d{2}:\d{2})$"), text).otherwise(F.concat(text, F.lit("Z"))))
+    return fixed.try_cast("timestamp")
 
 
 def wide_decimal_scale(canonical: str | None) -> int | None:
@@ -111,13 +126,50 @@ def _wide_decimal_text(value: Column, scale: int) -> Column:
     return F.when(exact, padded).otherwise(F.try_variant_get(value, "$", "string"))
 
 
+def widens(old: str, new: str) -> bool:
+    """Whether every value of Spark type `old` is exactly a value of `new` (int -> bigint -> decimal(p,0), a
+    decimal with no fewer integer and fraction digits, date -> timestamp(_ntz), anything -> string/variant)."""
+    rank = {"int": 10, "bigint": 19}
+    if new in ("string", "variant"):
+        return True
+    if old in rank and new in rank:
+        return rank[old] <= rank[new]
+    m_new = _DECIMAL.match(new)
+    if m_new:
+        p, s = int(m_new.group(1)), int(m_new.group(2) or 0)
+        m_old = _DECIMAL.match(old)
+        if m_old:
+            p0, s0 = int(m_old.group(1)), int(m_old.group(2) or 0)
+            return s >= s0 and p - s >= p0 - s0
+        return old in rank and p - s >= rank[old]
+    return old == "date" and new in ("timestamp", "timestamp_ntz")
+
+
 @dataclass(frozen=True)
 class OutputColumn:
-    """One column of a current-state table: its name, Spark type name and where the type came from."""
+    """One column of a current-state table: its name, Spark type name and where the type came from.
+
+    `source`: `vendor` (a declared type), `inferred` (summarised from JSON values at normalize time), `hint`
+    (`--column-type`) or `data` (no schema version: read from the applied images); `note` says why an
+    inferred column fell back to string.
+    """
 
     name: str
     type: str
     canonical_type: str | None = None
+    source: str = "vendor"
+    note: str | None = None
+    naive_utc: bool = False
+    """values are JSON text where a time without a zone is UTC (Datastream JSON, the only JSON-only source)"""
+
+
+def schema_column(c: dict) -> OutputColumn:
+    """The output column for a schema version's column (declared or inferred, cdcnorm.canonical.inferred)."""
+    canonical, vendor_type = c["canonical_type"], c.get("vendor_type")
+    if vendor_type and vendor_type.startswith(PREFIX):
+        return OutputColumn(c["name"], spark_type_name(canonical), canonical, "inferred",
+                            inference_note(vendor_type, canonical), naive_utc=True)
+    return OutputColumn(c["name"], spark_type_name(canonical), canonical)
 
 
 def parse_inferred(ddl: str | None, key_columns: list[str] | None = None) -> list[OutputColumn]:
@@ -132,7 +184,7 @@ def parse_inferred(ddl: str | None, key_columns: list[str] | None = None) -> lis
     cols = []
     for field in _split_top(ddl[len("OBJECT<"):-1]):
         name, typ = _split_field(field)
-        cols.append(OutputColumn(name, _inferred_type(typ), typ))
+        cols.append(OutputColumn(name, _inferred_type(typ), typ, "data"))
     first = [c for k in key_columns or [] for c in cols if c.name == k]
     return first + [c for c in cols if c not in first]
 

@@ -15,7 +15,7 @@ def typed_keyless(state: DataFrame, plan: TablePlan, with_meta: bool = False) ->
     """A keyless table's rows (`_gkey, values, _n` from :func:`cdcnorm.state.merge.keyless_state`), each image
     repeated by its multiplicity and typed; `with_meta` adds the `_cdc_*` columns of a target (the image as key)."""
     state = state.withColumn("_rep", F.explode(F.sequence(F.lit(1).cast("long"), F.col("_n"))))
-    cols = [extract(F.col("values"), c.name, c.type, c.canonical_type).alias(c.name) for c in plan.columns]
+    cols = [extract(F.col("values"), c.name, c.type, c.canonical_type, c.naive_utc).alias(c.name) for c in plan.columns]
     if with_meta:
         cols += [F.hex("_gkey").alias("_cdc_key"), F.lit(None).cast("binary").alias("_cdc_sort_key"),
                  F.lit(None).cast("binary").alias("_cdc_deleted_at"),

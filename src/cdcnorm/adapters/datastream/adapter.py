@@ -19,7 +19,9 @@ recipes; per-source positions and keys are read by :mod:`cdcnorm.adapters.datast
 
 Values (see :mod:`cdcnorm.adapters.datastream.types`): Avro payloads are typed from the writer schema. JSON
 payloads carry no types: numbers become int or exact Decimal (see :func:`loads_exact`) and strings, including
-timestamps, stay strings (only the envelope's read/source timestamps are parsed, in every observed form). MySQL
+timestamps, stay strings (only the envelope's read/source timestamps are parsed, in every observed form); the
+file's schema version records what the values looked like, from which apply types the columns
+(cdcnorm.canonical.inferred). MySQL
 binary columns are hex strings in both formats, indistinguishable from text: the `binary_columns` option names
 the ones to turn into bytes. Records that are not Datastream events are quarantined with a reason:
 `bad_event` (which field), `unknown_op`, `bad_hex`, `bad_value`, `gcs_notification` (a Cloud Storage
@@ -43,7 +45,14 @@ from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
 from cdcnorm.adapters.datastream import avro, bigquery, events, source_metadata
 from cdcnorm.adapters.datastream import types as dtypes
 from cdcnorm.adapters.datastream.payload import binary_set
-from cdcnorm.adapters.datastream.schemas import FMT_AVRO, FMT_BIGQUERY, FMT_JSON, FileState, record_once
+from cdcnorm.adapters.datastream.schemas import (
+    FMT_AVRO,
+    FMT_BIGQUERY,
+    FMT_JSON,
+    FileState,
+    flush_inferred,
+    record_once,
+)
 from cdcnorm.adapters.datastream.spec import SPEC
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.emit import Bookkeeping as B
@@ -111,6 +120,7 @@ class DatastreamAdapter(Adapter):
                 path, containers.parquet_rows(src), out,
                 lambda rec: self._decode_obj(rec.value, f"row {rec.index} of {path}", state, out, None),
                 origin=lambda item: {"index": item.index, "raw": item.raw if isinstance(item, Damage) else None})
+            flush_inferred(state, out)
             return
         out.set_context(VENDOR, FMT_JSON)
         if kind == "json":
@@ -144,6 +154,7 @@ class DatastreamAdapter(Adapter):
             self._decode_obj(rec.value, where, state, out, rec.raw)
 
         yield from containers.each_record(path, reader, out, decode, origin)
+        flush_inferred(state, out)
 
     def decode_message(self, value: bytes | None, meta: MessageMeta, out: BatchBuilder) -> None:
         """One JSON event (or BigQuery row) per Pub/Sub or Kafka message."""
@@ -156,6 +167,12 @@ class DatastreamAdapter(Adapter):
             self._decode_json(bytes(value), where, state, out)
         except DecodeError as exc:  # the per-record decoders raise; a message is one record
             out.quarantine(exc.error_class, exc.message, raw=exc.raw)
+
+    def end_messages(self, out: BatchBuilder) -> None:
+        """The partition's untyped schema versions, with the summary of every value its messages held."""
+        state = self.__dict__.get("_message_state")
+        if state is not None:
+            flush_inferred(state, out)
 
     def _decode_json(self, data: bytes, where: str, state: FileState, out: BatchBuilder) -> None:
         try:
@@ -201,6 +218,7 @@ class DatastreamAdapter(Adapter):
             lambda rec: self._avro_record(rec.value, f"record {rec.index} of {path}", converters, state, out),
             origin=lambda item: {"index": item.index, "offset": str(item.offset),
                                  "raw": item.raw if isinstance(item, Damage) else None})
+        flush_inferred(state, out)  # BigQuery rows in Avro files are untyped payloads too
 
     def _avro_record(self, rec: dict, where: str, convs: dict, state: FileState, out: BatchBuilder) -> None:
         flags: list[str] = []

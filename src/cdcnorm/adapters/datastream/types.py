@@ -15,7 +15,8 @@ on PostgreSQL's +-infinity sentinels), so each converter sees the raw Avro value
 * MySQL DATE arrives as timestamp-micros at midnight UTC and stays that timestamp: the schema cannot tell it
   from DATETIME, so guessing a `date` would be wrong for DATETIME values at midnight.
 
-JSON events carry no types: JSON numbers become int or exact Decimal and strings stay strings.
+JSON events carry no types: JSON numbers become int or exact Decimal and strings stay strings (the schema
+version summarises them: cdcnorm.canonical.inferred).
 """
 
 from __future__ import annotations
@@ -179,21 +180,6 @@ def hex_to_bytes(value: Any) -> bytes:
     if text[:2] in ("\\x", "0x", "0X"):
         text = text[2:]
     return bytes.fromhex(text)
-
-
-# -- JSON values ------------------------------------------------------------------------------------------
-_INFERRED = (
-    (bool, "boolean"), (int, "bigint"), (Decimal, "decimal"), (float, "double"), (str, "string"),
-    (bytes, "binary"), (dict, "json"), (list, "array"), (dt.datetime, "timestamp"),
-)
-"""Python type -> loose canonical type, first match wins (bool before int: a bool is an int)."""
-
-
-def infer_canonical(value: Any) -> str | None:
-    """A loose canonical type for a JSON value (JSON events carry no column types)."""
-    if value is None:
-        return None
-    return next((name for typ, name in _INFERRED if isinstance(value, typ)), type(value).__name__)
 
 
 # -- Avro schema compilation --------------------------------------------------------------------------------

@@ -367,12 +367,10 @@ def truth_kind(is_json: bool, flavour: str, col: Col) -> str:
         return "bool" if pg else "int_bool"
     if base == "double":
         return "decimal_repr" if is_json else "float"
-    if base == "date":
-        if is_json:
-            return "str_date" if pg else "str_ts_midnight"
+    if base == "date":  # JSON: ISO text typed by inference (cdcnorm.canonical.inferred), as Avro's logical types
         return "date" if pg else "ts_midnight"
     if base == "timestamp":
-        return "str_ts" if is_json else "timestamp"
+        return "timestamp"
     if base == "binary":
         if pg:
             return "str_base64" if is_json else "bytes"
