@@ -215,3 +215,33 @@ def test_escaped_partition_values_read_the_same_everywhere(spark, duck, tmp_path
     assert assert_same_rows("tricky", ["id", "p"], readers) == len(TRICKY)
     assert sorted(zip(replayed.column("id").to_pylist(), replayed.column("p").to_pylist(), strict=True)) == \
         list(enumerate(TRICKY))
+
+
+def test_footer_statistics_equal_the_spark_aggregation(spark, tmp_path):
+    """Local writes take their add actions' statistics from the Parquet footers (no Spark job): they must be the
+    figures Spark's own aggregation over the same files gives (as remote tables still use)."""
+    from cdcnorm.delta.files import _relative, _stat_adds, write_files
+    from cdcnorm.delta.table import DeltaTableRef
+
+    schema = "p string, s string, big string, ts timestamp, ntz timestamp_ntz, d date, n long, gone string"
+    table = DeltaTableRef(str(tmp_path / "t"), spark.createDataFrame([], schema).schema, ("p",))
+    table.ensure()
+    t0 = dt.datetime(2025, 1, 20, 10, 0, 0, 123456)
+    rows = [("a", "é€", "x" * 5000, t0, t0, dt.date(2025, 1, 20), 5, None),
+            ("a", "abc", "y", None, t0 + dt.timedelta(microseconds=1), None, -7, None),
+            ("b", None, None, t0 - dt.timedelta(days=400), None, dt.date(2020, 2, 29), None, None)]
+    cols = ("s", "big", "ts", "ntz", "d", "n", "gone")
+    adds = write_files(spark.createDataFrame(rows, schema).repartition(1), table, "run=1", cols)
+    frame = spark.read.schema("s string, big string, ts timestamp, ntz timestamp_ntz, d date, n long, gone string")
+    by_spark = _stat_adds(frame.parquet(f"{table.uri}/run=1"), table, cols, lambda uri: _relative(uri, "run=1"))
+    footer = {a.path: (a.size, a.partition_values, json.loads(a.stats)) for a in adds}
+    aggregated = {a.path: (a.size, a.partition_values, json.loads(a.stats)) for a in by_spark}
+    a_file = next(k for k, v in footer.items() if v[1] == {"p": "a"})
+    # Parquet leaves out the statistics of a chunk holding a value over 4 KiB: no figure rather than a wrong one
+    assert all("big" not in footer[a_file][2][k] for k in ("minValues", "maxValues", "nullCount"))
+    for k in ("minValues", "maxValues", "nullCount"):
+        aggregated[a_file][2][k].pop("big")
+    assert footer == aggregated
+    stats_a = next(s for _, p, s in footer.values() if p == {"p": "a"})
+    assert stats_a["numRecords"] == 2 and stats_a["minValues"]["s"] == "abc" and stats_a["maxValues"]["s"] == "é€"
+    assert stats_a["maxValues"]["ts"] == "2025-01-20T10:00:00.124Z" and stats_a["nullCount"]["gone"] == 2

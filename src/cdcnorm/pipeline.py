@@ -50,6 +50,7 @@ from cdcnorm.pairing_state import Pairing, apply_pairing, mark_emitted_pairs, pa
 from cdcnorm.pairing_state import compact as compact_halves
 from cdcnorm.pairing_state import needed as pairing_needed
 from cdcnorm.session import get_spark, use_portable_parquet
+from cdcnorm.small_runs import planned_for
 from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
 
 Progress = Callable[[str], None]
@@ -135,15 +136,25 @@ def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, o
         n_files = len(files)
         if not files:
             raise UsageError(f"No data files among the inputs (skipped: {skipped}).")
-        frame = files_frame(spark, files)
-        adapter = adapter.prepare(first_pass(adapter, frame, kind, lake_obj))
-        decoded = decode_files(frame, adapter)
+        with planned_for(spark, sum(f.size for f in files)):
+            frame = files_frame(spark, files)
+            adapter = adapter.prepare(first_pass(adapter, frame, kind, lake_obj))
+            decoded = decode_files(frame, adapter)
+            return _decode_and_finish(decoded, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind,
+                                      inputs, n_files, skipped, dedup_window_days, pair_wait)
+    return _decode_and_finish(decoded, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind, inputs,
+                              n_files, skipped, dedup_window_days, pair_wait)
 
+
+def _decode_and_finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Progress,
+                       resolves: DataFrame | None, run_id: str, started: dt.datetime, lake_obj: Lake | None,
+                       lake: str | None, kind: str, inputs: list[str], n_files: int, skipped: dict[str, int],
+                       window: int | None, pair_wait: float | None) -> NormalizeResult:
     say(f"decoding {n_files or 'DataFrame'} {'files' if n_files else ''} with the {adapter.name} adapter".replace("  ", " "))
     decoded = _stage(decoded, lake_obj, run_id)
     try:
         return _finish(decoded, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind, inputs,
-                       n_files, skipped, dedup_window_days, pair_wait)
+                       n_files, skipped, window, pair_wait)
     finally:
         if lake_obj:
             lake_obj.fs.delete(lake_obj._p(STAGING, run_id))

@@ -3,8 +3,9 @@
 Each write goes to a folder of its own inside the table (`<table>/<prefix>/<partition dirs>/part-*.parquet`),
 so concurrent writers never share Spark's `_temporary` folder and a crashed writer's files are plain orphans:
 invisible to every Delta reader until committed, removed by `cdcnorm lake maintain` (vacuum). The statistics
-(row count, min / max, null count of the chosen columns) come from one Spark aggregation over the written
-files, grouped by file: only one row per file reaches the driver.
+(row count, min / max, null count of the chosen columns) come from the written files' Parquet footers when the
+driver can read them (a local table: metadata only, no Spark job), else from one Spark aggregation over the
+written files, grouped by file: only one row per file reaches the driver.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
+import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from cdcnorm.delta.table import DeltaTableRef
-from cdcnorm.fs import delete_file, walk
+from cdcnorm.fs import Listed, delete_file, is_local, local_path, walk
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -47,18 +49,68 @@ def write_files(df: DataFrame, table: DeltaTableRef, prefix: str, stats_columns:
 
 def written_adds(spark, table: DeltaTableRef, prefix: str, stats_columns: Sequence[str] = ()) -> list[AddAction]:
     """Add actions (with statistics) for the Parquet files Spark wrote under `<table>/<prefix>/`."""
-    frame = spark.read.schema(_data_schema(table)).parquet(f"{table.uri}/{prefix}")
-    adds = _stat_adds(frame, table, stats_columns, lambda uri: _relative(uri, prefix))
-    _drop_empty_files(spark, prefix, f"{table.uri}/{prefix}", {a.path for a in adds})
+    folder = f"{table.uri}/{prefix}"
+    written = walk(spark, folder)
+    if is_local(folder):
+        adds = _footer_adds(local_path(folder), written, table, prefix, stats_columns)
+    else:
+        frame = spark.read.schema(_data_schema(table)).parquet(folder)
+        adds = _stat_adds(frame, table, stats_columns, lambda uri: _relative(uri, prefix))
+    kept = {a.path for a in adds}
+    for f in written:  # files without rows (Spark writes one for an empty result): no action, so no orphans
+        if f"{prefix}/{f.rel}" not in kept:
+            delete_file(spark, f"{folder}/{f.rel}")
     return adds
 
 
-def _drop_empty_files(spark, prefix: str, folder: str, kept: set[str]) -> None:
-    """Delete the data files of this write that hold no row (Spark writes one when the result is empty): no add
-    action describes them, so they would only be orphans. Only this write's own folder is listed."""
-    for f in walk(spark, folder):
-        if f"{prefix}/{f.rel}" not in kept:
-            delete_file(spark, f"{folder}/{f.rel}")
+def _footer_adds(folder: str, written: Sequence[Listed], table: DeltaTableRef, prefix: str,
+                 stats_columns: Sequence[str]) -> list[AddAction]:
+    """Add actions from the Parquet footers of the written files (row counts and column chunk statistics):
+    the same figures as the Spark aggregation, read on the driver without a Spark job. A column whose chunk has
+    no min / max (Parquet leaves them out for values over 4 KiB) gets none for that file, as Delta allows."""
+    types = {f.name: f.dataType.typeName() for f in _data_schema(table).fields}
+    cols = [c for c in stats_columns if c in types]
+    adds = []
+    for f in written:
+        meta = pq.ParquetFile(f"{folder}/{f.rel}").metadata
+        if meta.num_rows == 0:
+            continue
+        stats: dict[str, Any] = {"numRecords": meta.num_rows, "minValues": {}, "maxValues": {}, "nullCount": {}}
+        for c in cols:
+            lo, hi, nulls = _chunk_range(meta, c)
+            if nulls is not None:
+                stats["nullCount"][c] = nulls
+            if lo is not None:
+                stats["minValues"][c] = _stat_value(lo, types[c], up=False)
+                stats["maxValues"][c] = _stat_value(hi, types[c], up=True)
+        rel = f"{prefix}/{f.rel}"
+        adds.append(AddAction(rel, f.size, partition_values(rel, table.partition_by), f.mtime_ms, True,
+                              json.dumps(stats, separators=(",", ":"))))
+    return adds
+
+
+def _chunk_range(meta: pq.FileMetaData, column: str) -> tuple[Any, Any, int | None]:
+    """(min, max, null count) of a top-level column over a file's row groups; min / max None when a chunk with
+    values lacks them (or every value is null), null count None when a chunk does not record it."""
+    idx = next((j for j in range(meta.num_columns) if meta.row_group(0).column(j).path_in_schema == column), None)
+    lo = hi = None
+    nulls: int | None = 0
+    ranged = True
+    for i in range(meta.num_row_groups):
+        chunk = meta.row_group(i).column(idx) if idx is not None else None
+        st = chunk.statistics if chunk is not None else None
+        if st is None:
+            return None, None, None
+        if st.has_null_count and nulls is not None:
+            nulls += st.null_count
+        else:
+            nulls = None
+        if st.has_min_max:
+            lo = st.min if lo is None else min(lo, st.min)
+            hi = st.max if hi is None else max(hi, st.max)
+        elif not (st.has_null_count and st.null_count == chunk.num_values):
+            ranged = False
+    return (lo, hi, nulls) if ranged else (None, None, nulls)
 
 
 def file_adds(spark, table: DeltaTableRef, rel_paths: Sequence[str], stats_columns: Sequence[str] = ()) -> list[AddAction]:
