@@ -37,7 +37,6 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from deltalake.transaction import RemoveAction
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -45,7 +44,7 @@ from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.emit import decoded_schema
 from cdcnorm.delta.files import write_files
 from cdcnorm.delta.read import read_files
-from cdcnorm.delta.table import Conflict
+from cdcnorm.delta.table import rewrite
 
 if TYPE_CHECKING:
     from cdcnorm.adapters import Adapter
@@ -100,30 +99,45 @@ def _tombstones(entry_ids: DataFrame, vendor: str) -> DataFrame:
                             ).select(*_DECODED, "entry_kind", "entry_id", "event_time")
 
 
-def needed(lk: Lake, adapter: Adapter, changes: DataFrame) -> bool:
-    """Whether a run must go through the pairing state: the vendor has live state files, or the run has a half
-    that may wait (one cheap check that stops at the first such row; else pairing within the run suffices)."""
-    table = lk.table(TABLE)
-    if table.exists() and any(f["partition"].get("vendor") == adapter.name for f in table.live(handle=table.fresh())):
-        return True
-    return not changes.where(_role().isin(*adapter.waiting_roles)).isEmpty()
-
-
-def live_entries(lk: Lake, vendor: str) -> DataFrame | None:
-    """The vendor's live entries (waiting and orphaned, tombstoned ones removed); None when it has none."""
+def state_files(lk: Lake, vendor: str) -> list[str]:
+    """The vendor's live state files (read from the table's log once per run)."""
     table = lk.table(TABLE)
     if not table.exists():
-        return None
-    files = [f["uri"] for f in table.live(handle=table.fresh()) if f["partition"].get("vendor") == vendor]
+        return []
+    return [f["uri"] for f in table.live(handle=table.fresh()) if f["partition"].get("vendor") == vendor]
+
+
+def needed(files: list[str], adapter: Adapter, changes: DataFrame, has_waiting_half: bool | None = None) -> bool:
+    """Whether a run must go through the pairing state: the vendor has live state `files`, or the run has a half
+    that may wait (`has_waiting_half` when the caller knows, else one cheap check that stops at the first such
+    row); otherwise pairing within the run suffices."""
+    if files:
+        return True
+    if has_waiting_half is not None:
+        return has_waiting_half
+    return not changes.where(may_wait(adapter)).isEmpty()
+
+
+def may_wait(adapter: Adapter) -> Column:
+    """Whether a decoded change row is a half of a role that may wait for its partner."""
+    return _role().isin(*adapter.waiting_roles)
+
+
+def live_entries(lk: Lake, files: list[str]) -> DataFrame | None:
+    """The live entries of these state files (waiting and orphaned, tombstoned ones removed); None without files."""
     if not files:
         return None
-    rows = read_files(lk.spark, table, files)
+    return _live(read_files(lk.spark, lk.table(TABLE), files))
+
+
+def _live(rows: DataFrame) -> DataFrame:
+    """State entries minus those a `released` tombstone ended."""
     ended = rows.where(F.col("entry_kind") == RELEASED).select("entry_id")
     return rows.where(F.col("entry_kind") != RELEASED).join(ended, "entry_id", "left_anti")
 
 
 def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_seconds: float | None,
-                     retention_days: int, stage_path: str) -> Pairing:
+                     retention_days: int, stage_path: str, files: list[str] | None = None) -> Pairing:
     """Combine the run's decoded change rows with the vendor's pairing state (see the module doc).
 
     `wait_seconds` None (or 0) flushes: every lone half is released as an orphan now (a batch run). The halves
@@ -132,14 +146,16 @@ def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_second
     """
     vendor = adapter.name
     spark = changes.sparkSession
-    state = live_entries(lk, vendor)
+    state = live_entries(lk, state_files(lk, vendor) if files is None else files)
     if state is None:
         state = spark.createDataFrame([], lk.specs[TABLE].schema)
     is_half = F.col(B.PAIR).isNotNull()
     waiting = state.where(F.col("entry_kind") == WAITING)
     orphaned = state.where(F.col("entry_kind") == ORPHANED)
-    pool = (changes.where(is_half).withColumn("_from_state", F.lit(False))
-            .unionByName(waiting.select(*_DECODED).withColumn("_from_state", F.lit(True))))
+    # a waiting entry carries its stored entry id, which its tombstone names when it leaves the state
+    fresh = changes.where(is_half).select(*_DECODED, F.lit(False).alias("_from_state"),
+                                          F.lit(None).cast("string").alias("_entry"))
+    pool = fresh.unionByName(waiting.select(*_DECODED, F.lit(True).alias("_from_state"), F.col("entry_id").alias("_entry")))
     memory = orphaned.select(F.col(B.PAIR).alias("_m_pair"), _role().alias("_m_role"),
                              F.col("event_id").alias("_m_id"), F.col("entry_id").alias("_m_entry"))
     groups = pool.groupBy(B.PAIR).agg(F.collect_set(_role()).alias("_roles"), F.max(event_time()).alias("_t"))
@@ -168,7 +184,7 @@ def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_second
     held_new = _entries(pooled.where((F.col("_decision") == "hold") & ~F.col("_from_state")), WAITING)
     orphans_new = _entries(pooled.where(F.col("_decision") == "release"), ORPHANED).dropDuplicates(["entry_id"])
     ended = (pooled.where((F.col("_decision") != "hold") & F.col("_from_state"))
-             .select(_entry_id(WAITING).alias("entry_id"))
+             .select(F.col("_entry").alias("entry_id"))
              .unionByName(late.select("entry_id"))
              .unionByName(_expired(orphaned, retention_days)))
     entries = held_new.unionByName(orphans_new).unionByName(_tombstones(ended.distinct(), vendor))
@@ -216,7 +232,7 @@ def apply_pairing(rows: DataFrame, pairing: Pairing | None) -> DataFrame:
     if pairing is None:
         return rows.withColumn("supersedes", F.lit(None).cast("string"))
     kept = rows.join(pairing.dropped_ids, F.col("event_id") == F.col("_drop_id"), "left_anti")
-    joined = kept.join(F.broadcast(pairing.supersede), F.col("event_id") == F.col("_sup_id"), "left")
+    joined = kept.join(pairing.supersede, F.col("event_id") == F.col("_sup_id"), "left")
     return joined.withColumn("supersedes", F.col("_supersedes")).drop("_sup_id", "_supersedes")
 
 
@@ -244,22 +260,7 @@ def compact(lk: Lake, vendor: str) -> bool:
     files = [f for f in table.live(handle=handle) if f["partition"].get("vendor") == vendor]
     if len(files) <= COMPACT_FILES:
         return False
-    rows = read_files(lk.spark, table, [f["uri"] for f in files])
-    ended = rows.where(F.col("entry_kind") == RELEASED).select("entry_id")
-    live = rows.where(F.col("entry_kind") != RELEASED).join(ended, "entry_id", "left_anti")
+    live = _live(read_files(lk.spark, table, [f["uri"] for f in files]))
     prefix = f"compact={int(time.time() * 1000)}-{secrets.token_hex(3)}"
-    adds = write_files(live.select(*[f.name for f in table.schema.fields]), table, prefix)
-    now_ms = int(time.time() * 1000)
-    removes = [RemoveAction(f["path"], False, now_ms, f["size"], dict(f["partition"])) for f in files]
-    adds = [_no_data_change(a) for a in adds]
-    try:
-        table.commit(adds, removes=removes, handle=handle, operation_note={"cdcnorm.operation": "compact-halves"})
-    except Conflict:
-        return False
-    return True
-
-
-def _no_data_change(a):
-    from deltalake.transaction import AddAction
-
-    return AddAction(a.path, a.size, dict(a.partition_values), a.modification_time, False, a.stats)
+    written = write_files(live.select(*[f.name for f in table.schema.fields]), table, prefix)
+    return rewrite(table, files, written, handle, "compact-halves")

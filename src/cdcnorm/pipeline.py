@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from cdcnorm._version import __version__
@@ -45,8 +45,15 @@ from cdcnorm.lake_commit import (
     staged_rows,
     with_source_day,
 )
-from cdcnorm.lake_tables import STAGING
-from cdcnorm.pairing_state import Pairing, apply_pairing, mark_emitted_pairs, pair_across_runs
+from cdcnorm.lake_tables import STAGING, source_day
+from cdcnorm.pairing_state import (
+    Pairing,
+    apply_pairing,
+    mark_emitted_pairs,
+    may_wait,
+    pair_across_runs,
+    state_files,
+)
 from cdcnorm.pairing_state import compact as compact_halves
 from cdcnorm.pairing_state import needed as pairing_needed
 from cdcnorm.session import get_spark, use_portable_parquet
@@ -151,32 +158,34 @@ def _decode_and_finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession
                        lake: str | None, kind: str, inputs: list[str], n_files: int, skipped: dict[str, int],
                        window: int | None, pair_wait: float | None) -> NormalizeResult:
     say(f"decoding {n_files or 'DataFrame'} {'files' if n_files else ''} with the {adapter.name} adapter".replace("  ", " "))
-    decoded = _stage(decoded, lake_obj, run_id)
+    staged = _stage(decoded, lake_obj, run_id, adapter)
     try:
-        return _finish(decoded, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind, inputs,
+        return _finish(staged, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind, inputs,
                        n_files, skipped, window, pair_wait)
     finally:
         if lake_obj:
             lake_obj.fs.delete(lake_obj._p(STAGING, run_id))
 
 
-def _finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Progress, resolves: DataFrame | None,
+def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress, resolves: DataFrame | None,
             run_id: str, started: dt.datetime, lake_obj: Lake | None, lake: str | None, kind: str,
             inputs: list[str], n_files: int, skipped: dict[str, int], window: int | None,
             pair_wait: float | None) -> NormalizeResult:
+    decoded = staged.decoded
     decoded_changes = decoded.where(F.col(B.KIND) == KIND_CHANGE)
     pairing = None
-    if lake_obj and adapter.waiting_roles and pairing_needed(lake_obj, adapter, decoded_changes):
+    state = state_files(lake_obj, adapter.name) if lake_obj and adapter.waiting_roles else []
+    if lake_obj and adapter.waiting_roles and pairing_needed(state, adapter, decoded_changes, staged.has_waiting_half):
         say("pairing update halves with those of earlier runs")
         pairing = pair_across_runs(lake_obj, adapter, decoded_changes, pair_wait,
                                    DEFAULT_WINDOW_DAYS if window is None else window,
-                                   lake_obj._p(STAGING, run_id, "pairing"))
+                                   lake_obj._p(STAGING, run_id, "pairing"), state)
         decoded_changes = pairing.changes
     changes = with_source_day(apply_pairing(adapter.post_process(decoded_changes), pairing))
     if lake_obj:
         say("checking the lake for duplicates")
         # the days come from the rows before post-processing (post-processing never adds a day)
-        scope = dedup_scope(lake_obj, with_source_day(decoded_changes), window)
+        scope = dedup_scope(lake_obj, staged.days, window)
         marked = mark_duplicates(changes, scope.existing).withColumn("_unchecked", scope.unchecked)
         if pairing:
             marked = mark_emitted_pairs(marked, scope.existing, adapter)
@@ -246,13 +255,31 @@ def _adapter(vendor: str | Adapter, options: dict[str, Any] | None) -> Adapter:
     return get_adapter(vendor, options)
 
 
-def _stage(decoded: DataFrame, lake: Lake | None, run_id: str) -> DataFrame:
-    """Decode once: stage the decoded rows (in the run's own staging folder of the lake, or in memory)."""
+@dataclass
+class Staged:
+    """The decoded rows, staged, and what the staging write observed of them on the way (no job of its own)."""
+
+    decoded: DataFrame
+    days: list[tuple[str, str | None]] | None = None
+    """the distinct (vendor, source day) of the changes: the partitions the dedup check reads"""
+    has_waiting_half: bool | None = None
+    """whether a change is an update half of a role that may wait for its partner"""
+
+
+def _stage(decoded: DataFrame, lake: Lake | None, run_id: str, adapter: Adapter) -> Staged:
+    """Decode once: stage the decoded rows (in the run's own staging folder of the lake, or in memory); the
+    write observes the figures the dedup check and the pairing decision need, sparing a Spark job each."""
     if lake is None:
-        return decoded.persist(StorageLevel.MEMORY_AND_DISK)
+        return Staged(decoded.persist(StorageLevel.MEMORY_AND_DISK))
     path = lake._p(STAGING, run_id, "decoded")
-    decoded.write.parquet(path)
-    return decoded.sparkSession.read.parquet(path)
+    change = F.col(B.KIND) == KIND_CHANGE
+    waiting = may_wait(adapter) if adapter.waiting_roles else F.lit(False)
+    seen = Observation()
+    decoded.observe(seen, F.collect_set(F.when(change, F.struct(F.col("vendor"), source_day()))).alias("days"),
+                    F.max(change & F.coalesce(waiting, F.lit(False))).alias("waiting")).write.parquet(path)
+    facts = seen.get
+    return Staged(decoded.sparkSession.read.schema(decoded.schema).parquet(path),
+                  [(d["vendor"], d[1]) for d in facts["days"] or []], bool(facts["waiting"]))
 
 
 def _quarantine_rows(decoded: DataFrame, now: dt.datetime) -> DataFrame:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdcnorm.lake import Lake
-from cdcnorm.pipeline import normalize
+from cdcnorm.pipeline import NormalizeResult, normalize
 
 
 def retry_quarantine(spark: SparkSession, lake: str, vendor: str | None = None,
@@ -33,14 +33,27 @@ def _retry(spark: SparkSession, lk: Lake, lake: str, vendor: str | None,
     vendors = [r["vendor"] for r in pending.select("vendor").distinct().collect()]
     summary: dict[str, dict[str, int]] = {}
     for v in sorted(vendors):
-        batch = pending.where(F.col("vendor") == v).select(
-            F.col("raw").alias("value"), "origin", F.col("quarantine_id").alias("_qid"),
-        ).cache()
+        batch = retry_batch(lk, v).cache()
         retried = batch.count()
-        result = normalize(batch.drop("_qid"), v, spark=spark, options=options, lake=lake,
-                           resolves=batch.select(F.col("_qid").alias("quarantine_id")))
+        result = renormalize(batch, v, spark, lake, options)
         still = result.report["outcomes"]["quarantined"]
         summary[v] = {"retried": retried, "resolved": result.report.get("quarantine_resolved", 0),
                       "still_quarantined": still}
         batch.unpersist()
     return summary
+
+
+def retry_batch(lk: Lake, vendor: str, error_class: str | None = None) -> DataFrame:
+    """A vendor's unresolved quarantined records (of one error class, if given) as raw messages with their
+    original origin and quarantine id (`_qid`)."""
+    pending = lk.quarantine().where((F.col("vendor") == vendor) & F.col("raw").isNotNull())
+    if error_class:
+        pending = pending.where(F.col("error_class") == error_class)
+    return pending.select(F.col("raw").alias("value"), "origin", F.col("quarantine_id").alias("_qid"))
+
+
+def renormalize(batch: DataFrame, vendor: str, spark: SparkSession, lake: str, options: dict[str, Any] | None,
+                **normalize_options: Any) -> NormalizeResult:
+    """Normalize a :func:`retry_batch` again; the ids of the records that now decode are marked resolved."""
+    return normalize(batch.drop("_qid"), vendor, spark=spark, options=options, lake=lake,
+                     resolves=batch.select(F.col("_qid").alias("quarantine_id")), **normalize_options)

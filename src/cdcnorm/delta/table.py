@@ -10,6 +10,7 @@ the same table version conflict (the loser gets :class:`Conflict`, reloads and r
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,6 +161,25 @@ class DeltaTableRef:
             raise Conflict(str(exc)) from exc
         dt.update_incremental()
         return dt.version()
+
+
+def rewrite(table: DeltaTableRef, files: Iterable[Mapping[str, Any]], written: Iterable[AddAction], handle: DeltaTable,
+            operation: str) -> bool:
+    """Replace live `files` (as `DeltaTableRef.live` lists them) by `written` in one commit that changes no data
+    (`dataChange=false` on both sides: readers of changes skip it); False when a concurrent commit touched
+    the same files (nothing is committed; the written files are orphans for vacuum)."""
+    now_ms = int(time.time() * 1000)
+    adds = [AddAction(a.path, a.size, dict(a.partition_values), a.modification_time, False, a.stats) for a in written]
+    removes = [RemoveAction(f["path"], False, now_ms, f["size"], dict(f["partition"])) for f in files]
+    try:
+        table.commit(adds, removes=removes, handle=handle, operation_note={"cdcnorm.operation": operation})
+    except Conflict:
+        return False
+    except Exception as exc:  # delta-rs reports a concurrent remove of the same file as a plain error
+        if "oncurrent" not in str(exc) and "onflict" not in str(exc):
+            raise
+        return False
+    return True
 
 
 def add_columns(table: DeltaTableRef, fields: Iterable[StructField]) -> None:

@@ -25,11 +25,10 @@ from typing import Any
 from urllib.parse import unquote
 
 import orjson
-from deltalake.transaction import AddAction, RemoveAction
 
 from cdcnorm.delta.files import write_files
 from cdcnorm.delta.read import read_files
-from cdcnorm.delta.table import Conflict
+from cdcnorm.delta.table import rewrite
 from cdcnorm.errors import LakeError
 from cdcnorm.fs import modified_ms, subfolders, walk
 from cdcnorm.lake import Lake, new_run_id, reported_files
@@ -125,19 +124,10 @@ def compact_table(lk: Lake, name: str, work: TableWork, small: int, target: int)
     if sum(int(orjson.loads(a.stats)["numRecords"]) for a in written) != rows:
         raise LakeError(f"Compaction of {ref.uri} wrote a different number of rows than it read; nothing was "
                         "committed (the written files are unreferenced and will be vacuumed).")
-    adds = [AddAction(a.path, a.size, a.partition_values, a.modification_time, False, a.stats) for a in written]
-    now_ms = int(time.time() * 1000)
-    removes = [RemoveAction(f["path"], False, now_ms, f["size"], dict(f["partition"])) for f in chosen]
-    try:
-        ref.commit(adds, removes=removes, handle=handle, operation_note={"cdcnorm.operation": "compact"})
-    except Conflict:
+    if not rewrite(ref, chosen, written, handle, "compact"):
         work.note = "compaction skipped: another writer changed the same files"
         return
-    except Exception as exc:  # delta-rs reports a concurrent remove of the same file as a plain error
-        if "oncurrent" not in str(exc) and "onflict" not in str(exc):
-            raise
-        work.note = "compaction skipped: another writer changed the same files"
-        return
+    adds = written
     work.compacted_files, work.compacted_bytes = len(chosen), size
     work.written_files, work.written_bytes = len(adds), sum(a.size for a in adds)
 

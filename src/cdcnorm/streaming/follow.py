@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from cdcnorm.adapters import get_adapter
 from cdcnorm.errors import UsageError
@@ -37,6 +36,7 @@ from cdcnorm.lake import Lake, new_run_id, open_lake
 from cdcnorm.lake_commit import INTENTS, STAGED_TABLES, Pending, complete, run_app
 from cdcnorm.lake_tables import STAGING
 from cdcnorm.pipeline import _detect_files, normalize
+from cdcnorm.retry import renormalize, retry_batch
 from cdcnorm.session import get_spark, use_portable_parquet
 from cdcnorm.streaming.paths_source import DEFAULT_SETTLE_SECONDS, paths_stream
 
@@ -368,15 +368,12 @@ def _retry_waiting_metadata(run: _Run, run_id: str) -> tuple[int, int]:
     status, report = _commit_state(lk, run_id)
     if report is not None:
         return int(report.get("records_read", 0)), int(report.get("quarantine_resolved", 0))
-    waiting = lk.quarantine().where((F.col("vendor") == run.vendor) & (F.col("error_class") == "schema_not_found")
-                                    & F.col("raw").isNotNull())
-    batch = waiting.select(F.col("raw").alias("value"), "origin", F.col("quarantine_id").alias("_qid"))
+    batch = retry_batch(lk, run.vendor, "schema_not_found")
     if batch.isEmpty():
         return 0, 0
     _clear_leftovers(lk, run_id)
-    result = normalize(batch.drop("_qid"), run.vendor, spark=run.spark, options=run.options, lake=run.lake,
-                       run_id=run_id, resolves=batch.select(F.col("_qid").alias("quarantine_id")),
-                       dedup_window_days=run.dedup_window_days, pair_wait_seconds=run.pair_wait_seconds)
+    result = renormalize(batch, run.vendor, run.spark, run.lake, run.options, run_id=run_id,
+                         dedup_window_days=run.dedup_window_days, pair_wait_seconds=run.pair_wait_seconds)
     return int(result.report.get("records_read", 0)), int(result.report.get("quarantine_resolved", 0))
 
 
