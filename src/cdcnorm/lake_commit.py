@@ -116,29 +116,18 @@ def with_source_day(rows: DataFrame) -> DataFrame:
 
 
 def mark_duplicates(changes: DataFrame, existing: DataFrame | None) -> DataFrame:
-    """Flag `_dup` on every row whose event id is already in the lake or earlier in this batch (by origin).
-
-    Only narrow columns are shuffled to find the ids: the batch's ids seen more than once (normally none) and
-    its ids already in the lake are joined back to the rows, and only the rows of repeated ids go through the
-    window that picks each id's first delivery; the wide rows (images, VARIANT) are not shuffled by event id.
-    """
-    ids = changes.select("event_id")
-    repeated = (ids.groupBy("event_id").count().where(F.col("count") > 1)
-                .select("event_id", F.lit(True).alias("_repeated")))
-    df = changes.join(repeated, "event_id", "left")
+    """Flag `_dup` on every row whose event id is already in the lake or earlier in this batch."""
+    df = changes
     if existing is not None:
-        known = ids.join(existing, "event_id", "left_semi").distinct().withColumn("_existing", F.lit(True))
-        df = df.join(known, "event_id", "left")
+        df = df.join(existing.distinct().withColumn("_existing", F.lit(True)), "event_id", "left")
     else:
         df = df.withColumn("_existing", F.lit(None).cast("boolean"))
-    once = df.where(F.col("_repeated").isNull()).withColumn("_rn", F.lit(1))
     order = Window.partitionBy("event_id").orderBy(
         F.col("origin.uri").asc_nulls_last(), F.col("origin.partition").asc_nulls_last(),
         F.col("origin.index").asc_nulls_last(), F.col("origin.offset").asc_nulls_last(),
     )
-    again = df.where(F.col("_repeated").isNotNull()).withColumn("_rn", F.row_number().over(order))
-    marked = once.unionByName(again).drop("_repeated")
-    return marked.withColumn("_dup", F.coalesce(F.col("_existing"), F.lit(False)) | (F.col("_rn") > 1))
+    df = df.withColumn("_rn", F.row_number().over(order))
+    return df.withColumn("_dup", F.coalesce(F.col("_existing"), F.lit(False)) | (F.col("_rn") > 1))
 
 
 # -- staging and the commit sequence ----------------------------------------------------------------------------
