@@ -33,6 +33,7 @@ bench: check-java $(STAMP)
 	$(PY) benchmarks/lake_dedup.py $(DEDUP_ARGS)
 	$(PY) benchmarks/apply_incremental.py $(APPLY_ARGS)
 	$(PY) benchmarks/follow_batch.py $(FOLLOW_ARGS)
+	$(PY) benchmarks/decode_kernel.py $(KERNEL_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests
