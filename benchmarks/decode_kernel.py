@@ -2,8 +2,8 @@
 
 Why a separate bench: inside `normalize` the decode runs in Spark's Python workers next to the JVM, where its
 CPU cannot be told apart from Spark's. Here one process runs exactly what a decode task runs
-(`cdcnorm.sources`' per-file loop: the adapter's `read_file` into a `BatchBuilder`, flushed into the Arrow
-batches `mapInArrow` hands to Spark) over a simulated workload, after a warm-up, and measures
+(`cdcnorm.sources`' `mapInArrow` function: the adapter's `read_file` into a `BatchBuilder`, flushed into the
+Arrow batches Spark receives) over a simulated workload, after a warm-up, and measures
 `time.process_time`. For Avro formats it also times `fastavro.reader` over the same files: the floor of any
 Python decoder of them (for Replicate Avro and Event Hubs Capture it only unpacks the envelope, whose payload
 is JSON text, so it is not a like-for-like floor there).
@@ -52,16 +52,16 @@ def prepared_adapter(vf: str, root: Path, files: list[str]) -> Any:
 
 def decode_files(adapter: Any, files: list[str]) -> tuple[int, int]:
     """(input records, output rows) of decoding every file exactly as a decode task does."""
-    from cdcnorm.canonical.emit import BatchBuilder
-    from cdcnorm.sources import _decode_one_file
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from cdcnorm.sources import _FileDecoder
 
     records = rows = 0
-    for path in files:
-        out = BatchBuilder()
-        out.set_context(adapter.name, adapter.formats[0] if adapter.formats else adapter.name)
-        for batch in _decode_one_file(adapter, path, out):
-            rows += batch.num_rows
-            records += sum(batch.column("_records").to_pylist())
+    paths = pa.record_batch({"path": pa.array(files, pa.string()), "size": pa.array([0] * len(files), pa.int64())})
+    for batch in _FileDecoder(adapter)(iter([paths])):  # the function mapInArrow runs, fed one batch of paths
+        rows += batch.num_rows
+        records += pc.sum(batch.column("_records")).as_py() or 0
     return records, rows
 
 

@@ -99,7 +99,7 @@ def loads_exact_reference(data: bytes | str) -> Any:
 
 _MSGSPEC_EXACT = msgspec.json.Decoder(float_hook=Decimal).decode
 _LONG_INT = 4000
-_LONG_DIGITS_TEXT = re.compile(r"\d{%d}" % _LONG_INT)
+_LONG_DIGITS_TEXT = re.compile(rf"\d{{{_LONG_INT}}}")
 _LONG_DIGITS_BYTES = re.compile(rb"\d{%d}" % _LONG_INT)
 
 
