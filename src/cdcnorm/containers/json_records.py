@@ -124,6 +124,8 @@ def _float_or_decimal(text: str) -> float | Decimal:
 _INF = float("inf")
 
 
+_MSGSPEC_WIDE = msgspec.json.Decoder(float_hook=_float_or_decimal).decode
+"""The standard-library `_WIDE_JSON` in one C pass: every non-integer number's text goes to the same hook."""
 _EXACT_JSON = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal, parse_int=_wide_int)
 _WIDE_JSON = json.JSONDecoder(parse_float=_float_or_decimal, parse_int=_wide_int)
 
@@ -157,6 +159,11 @@ def loads_wide_ints(raw: bytes) -> Any:
                 raise JsonTooDeep(str(exc)) from None
             if "number" not in str(exc):  # only a number orjson cannot hold (1e400) needs the exact parser
                 raise ValueError(str(exc)) from None
+    if len(raw) < _LONG_INT or not _long_int_in(raw):  # the common case (a 20-digit sequence string): one pass
+        try:
+            return _MSGSPEC_WIDE(raw)
+        except Exception:  # noqa: BLE001 - any refusal: the reference parser decides (and words the error)
+            pass
     try:
         return _WIDE_JSON.decode(bytes(raw).decode("utf-8"))
     except RecursionError:
