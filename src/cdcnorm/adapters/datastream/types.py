@@ -147,6 +147,16 @@ _MISS: Any = object()
 
 
 def _parse_ts(value: Any) -> dt.datetime | None:
+    if type(value) is str and 20 <= len(value) <= 27 and value[-1] == "Z" and value[10] == "T":
+        # Datastream's own form ('2024-03-31T16:23:07.938Z'): at most 6 fraction digits, no blanks, UTC, so
+        # the general path below would only strip, test two patterns and convert UTC to UTC
+        try:
+            ts = dt.datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            if ts.tzinfo is UTC:
+                return ts
     if value is None or value == "":
         return None
     if isinstance(value, dt.datetime):
