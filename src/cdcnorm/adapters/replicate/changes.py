@@ -12,7 +12,7 @@ import orjson
 
 from cdcnorm.adapters.replicate.catalog import diff, type_label
 from cdcnorm.adapters.replicate.envelope import Envelope
-from cdcnorm.adapters.replicate.masks import resolve
+from cdcnorm.adapters.replicate.masks import DecodedMask, resolve
 from cdcnorm.adapters.replicate.naming import VENDOR, Context, is_control, place
 from cdcnorm.adapters.replicate.positions import data_positions, ddl_positions, instant
 from cdcnorm.adapters.replicate.values import canonical_type, typed
@@ -68,15 +68,15 @@ def data_changes(r: DataMessage, source_db: str | None) -> list[Change]:
     if entry is None or entry.get("origin") == "registry":
         flags.append("no_schema")
     if entry is not None:
-        names, types, pks, ordered, ncols = _plan(entry)
+        names, types, pks, ordered, ncols, masks = _plan(entry)
         pks = list(pks)
     else:
         names, types, pks = {i + 1: k for i, k in enumerate(r.image)}, {}, []
-        ordered, ncols = [n for _, n in sorted(names.items())], max(names, default=0)
+        ordered, ncols, masks = [n for _, n in sorted(names.items())], max(names, default=0), None
     data = typed(r.data, types, flags)
     before = typed(r.before, types, flags)
-    changed = resolve(r.headers.get("changeMask"), names, ncols)
-    present = resolve(r.headers.get("columnMask"), names, ncols)
+    changed = _resolve(r.headers.get("changeMask"), names, ncols, masks)
+    present = _resolve(r.headers.get("columnMask"), names, ncols, masks)
     if changed.beyond or present.beyond:
         flags.append("mask_bits_beyond_columns")
     main = data if op != "DELETE" or data is not None else before
@@ -187,24 +187,37 @@ def schema_version(
     )
 
 
-_Plan = tuple[dict[int, str], dict[str, Any], list[str], list[str], int]
+_Plan = tuple[dict[int, str], dict[str, Any], list[str], list[str], int, dict[Any, DecodedMask]]
 _PLANS: dict[int, tuple[dict[str, Any], _Plan]] = {}
 
 
 def _plan(entry: dict[str, Any]) -> _Plan:
     """What a catalog entry's messages need of its columns, computed once per entry instead of per message:
-    (name by ordinal, type by name, key columns by pk position, names in ordinal order, highest ordinal)."""
+    (name by ordinal, type by name, key columns by pk position, names in ordinal order, highest ordinal, and
+    a cache of the masks resolved against these columns)."""
     cached = _PLANS.get(id(entry))
     if cached is not None and cached[0] is entry:
         return cached[1]
     names = {c["ordinal"]: c["name"] for c in entry["columns"]}
     types = {c["name"]: c.get("type") for c in entry["columns"]}
     pks = [c["name"] for c in sorted(entry["columns"], key=lambda c: c["pk_position"]) if c["pk_position"]]
-    plan = (names, types, pks, [n for _, n in sorted(names.items())], max(names, default=0))
+    plan = (names, types, pks, [n for _, n in sorted(names.items())], max(names, default=0), {})
     if len(_PLANS) >= 4096:
         _PLANS.clear()
     _PLANS[id(entry)] = (entry, plan)
     return plan
+
+
+def _resolve(mask: Any, names: dict[int, str], ncols: int, cache: dict[Any, DecodedMask] | None) -> DecodedMask:
+    """`resolve`, remembered per table version: a table's messages carry a handful of distinct masks."""
+    if cache is None or not isinstance(mask, str | bytes):
+        return resolve(mask, names, ncols)
+    hit = cache.get(mask)
+    if hit is None:
+        hit = resolve(mask, names, ncols)  # raises for a bad mask: nothing is cached then
+        if len(cache) < 1024:
+            cache[mask] = hit
+    return DecodedMask(None if hit.columns is None else list(hit.columns), list(hit.beyond))
 
 
 def _missing(
