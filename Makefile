@@ -34,6 +34,7 @@ bench: check-java $(STAMP)
 	$(PY) benchmarks/apply_incremental.py $(APPLY_ARGS)
 	$(PY) benchmarks/follow_batch.py $(FOLLOW_ARGS)
 	$(PY) benchmarks/small_file.py $(SMALL_ARGS)
+	$(PY) benchmarks/decode_kernel.py $(KERNEL_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests

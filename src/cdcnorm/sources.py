@@ -8,8 +8,10 @@ Event Hubs connector's `body`, `sequenceNumber`, `enqueuedTime`).
 
 from __future__ import annotations
 
+import gc
 import traceback
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -119,11 +121,32 @@ class _FileDecoder:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         adapter = self.adapter
-        for batch in batches:
-            for path in batch.column("path").to_pylist():
-                out = BatchBuilder()
-                out.set_context(adapter.name, adapter.formats[0] if adapter.formats else adapter.name)
-                yield from _decode_one_file(adapter, path, out)
+        with fewer_collections():
+            for batch in batches:
+                for path in batch.column("path").to_pylist():
+                    out = BatchBuilder()
+                    out.set_context(adapter.name, adapter.formats[0] if adapter.formats else adapter.name)
+                    yield from _decode_one_file(adapter, path, out)
+
+
+GC_YOUNG = 200_000
+"""Allocations between two young-generation collections while decoding (CPython's default: 700)."""
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Collect the young generation less often while decoding, then restore the thresholds.
+
+    Why: decoding allocates millions of short-lived objects (parsed records, row tuples) and keeps a batch of
+    rows alive; at CPython's default threshold the cyclic collector ran every 700 allocations and walked them,
+    about 10 % of the decode CPU. Nothing decoded forms reference cycles, so memory does not grow from this.
+    """
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], GC_YOUNG), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 def _decode_one_file(adapter: Adapter, path: str, out: BatchBuilder) -> Iterator[pa.RecordBatch]:

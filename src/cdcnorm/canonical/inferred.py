@@ -50,12 +50,14 @@ fractions, which a timestamp would truncate, `+HHMM`, no seconds) stays text."""
 class ColumnSummary:
     """What one column's values looked like: their kinds, integer range, digits and scale."""
 
-    __slots__ = ("kinds", "lo", "hi", "digits", "scale")
+    __slots__ = ("kinds", "lo", "hi", "digits", "scale", "ints")
 
     def __init__(self) -> None:
         self.kinds: set[str] = set()
         self.lo = self.hi = 0
         self.digits = self.scale = 0
+        self.ints = False
+        """an integer was seen (lo/hi hold the range)"""
 
     def add(self, value: Any, naive: str) -> None:
         """Observe one non-null value; `naive` is the kind a date-time text without a zone is (vendor rule)."""
@@ -64,23 +66,9 @@ class ColumnSummary:
         elif isinstance(value, bool):
             self.kinds.add("boolean")
         elif isinstance(value, int):
-            if not self.kinds.intersection(("int", "bigint", "integer")):
-                self.lo = self.hi = value
-            elif value < self.lo:
-                self.lo = value
-            elif value > self.hi:
-                self.hi = value
-            self.kinds.add("int" if INT32[0] <= value <= INT32[1] else
-                           "bigint" if INT64[0] <= value <= INT64[1] else "integer")
+            self.add_int(value)
         elif isinstance(value, Decimal):
-            if not value.is_finite():
-                self.kinds.add("text")
-                return
-            _sign, digits, exp = value.as_tuple()
-            self.kinds.add("decimal")
-            scale = -exp if isinstance(exp, int) and exp < 0 else 0
-            whole = len(digits) - scale if scale else len(digits) + int(exp)  # type: ignore[arg-type]
-            self.digits, self.scale = max(self.digits, whole), max(self.scale, scale)
+            self.add_decimal(value)
         elif isinstance(value, float):  # typed sources only: JSON numbers arrive as int or exact Decimal
             self.add(Decimal(repr(value)), naive)
         elif isinstance(value, dt.datetime):
@@ -91,6 +79,32 @@ class ColumnSummary:
             self.kinds.add("json")
         elif isinstance(value, bytes | bytearray):
             self.kinds.add("text")
+
+    def add_int(self, value: int) -> None:
+        """Observe one int (not a bool)."""
+        if not self.ints:
+            self.lo = self.hi = value
+            self.ints = True
+        elif value < self.lo:
+            self.lo = value
+        elif value > self.hi:
+            self.hi = value
+        self.kinds.add("int" if -2147483648 <= value <= 2147483647 else
+                       "bigint" if INT64[0] <= value <= INT64[1] else "integer")
+
+    def add_decimal(self, value: Decimal) -> None:
+        """Observe one Decimal."""
+        if not value.is_finite():
+            self.kinds.add("text")
+            return
+        _sign, digits, exp = value.as_tuple()
+        self.kinds.add("decimal")
+        scale = -exp if isinstance(exp, int) and exp < 0 else 0
+        whole = len(digits) - scale if scale else len(digits) + int(exp)  # type: ignore[arg-type]
+        if whole > self.digits:
+            self.digits = whole
+        if scale > self.scale:
+            self.scale = scale
 
     def vendor_type(self) -> str:
         """The summary as stored in `vendor_type` (`json:<kinds>[;digits=D;scale=S]`)."""
@@ -126,6 +140,9 @@ def _text_kind(s: str, naive: str) -> str:
     return "timestamp" if m.group(1) else naive
 
 
+_DECIMAL = Decimal
+
+
 class TypeObserver:
     """Per-file summaries of every table version's columns, filled while the adapter decodes values.
 
@@ -159,7 +176,13 @@ class TypeObserver:
                     kinds = summary.kinds
                     if "text" in kinds and len(kinds) > 1 and "json" not in kinds:
                         continue  # already a mixed (string) column: no text can change its type
-                    kinds.add(_text_kind(value, naive))
+                    # most texts fail _text_kind's first structural test: answer those without the call
+                    kinds.add("text" if len(value) < 10 or value[4] != "-" or value[7] != "-"
+                              else _text_kind(value, naive))
+                elif t is int:
+                    summary.add_int(value)
+                elif t is _DECIMAL:
+                    summary.add_decimal(value)
                 elif value is not None:
                     summary.add(value, naive)
 

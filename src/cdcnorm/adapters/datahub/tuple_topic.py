@@ -127,12 +127,17 @@ def _bad(column: str, value: Any, what: str) -> DecodeError:
     )
 
 
+_PLAIN_INT = re.compile(r"-?[0-9]{1,20}")
+
+
 def _int(value: Any, vtype: str, column: str) -> int:
     try:
         if isinstance(value, bool):
             raise ValueError
         if isinstance(value, int):
             v = value
+        elif isinstance(value, str) and _PLAIN_INT.fullmatch(value):
+            v = int(value)  # what Decimal(value) would give, without the Decimal
         else:
             d = Decimal(value.strip()) if isinstance(value, str) else Decimal(value)
             if d != d.to_integral_value():
@@ -313,9 +318,29 @@ class CsvRow:
 
 
 def _raw_line(cells: list[str]) -> bytes:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(cells)
-    return buf.getvalue().encode("utf-8", "surrogateescape")
+    """One record as a CSV line (one writer and buffer reused: a new pair per row cost more than the row)."""
+    _LINE_BUF.seek(0)
+    _LINE_BUF.truncate()
+    _LINE_WRITER.writerow(cells)
+    return _LINE_BUF.getvalue().encode("utf-8", "surrogateescape")
+
+
+_LINE_BUF = io.StringIO()
+_LINE_WRITER = csv.writer(_LINE_BUF, lineterminator="\n")
+_HEADER_LINES: dict[tuple[str, ...], bytes] = {}
+_SURROGATE = re.compile("[\udc80-\udcff]")
+"""What `surrogateescape` made of a byte that is not UTF-8."""
+
+
+def _header_line(header: list[str]) -> bytes:
+    """The file's header line as CSV, encoded once per header (every row's raw form repeats it)."""
+    key = tuple(header)
+    line = _HEADER_LINES.get(key)
+    if line is None:
+        if len(_HEADER_LINES) >= 256:
+            _HEADER_LINES.clear()
+        line = _HEADER_LINES[key] = _raw_line(header)
+    return line
 
 
 def is_header(cells: Sequence[str]) -> bool:
@@ -348,8 +373,8 @@ def iter_csv(fh: IO[bytes] | Source, names: Sequence[str] | None, header: str) -
 
 def _csv_row(line: int, cells: list[str], cols: list[str] | None, header: list[str] | None) -> CsvRow:
     """One record; its raw form repeats the file's header line so that it decodes again on its own."""
-    raw = (_raw_line(header) if header else b"") + _raw_line(cells)
-    if any("\udc80" <= ch <= "\udcff" for c in cells for ch in c):
+    raw = (_header_line(header) if header else b"") + _raw_line(cells)
+    if any(_SURROGATE.search(c) for c in cells):
         return CsvRow(line, raw, error=DecodeError("bad_encoding", "CSV record is not valid UTF-8"))
     if cols is None:
         return CsvRow(

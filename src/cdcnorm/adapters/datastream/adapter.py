@@ -190,7 +190,7 @@ class DatastreamAdapter(Adapter):
                 f"{where} is a Cloud Storage object notification for gs://{obj.get('bucket')}/{obj.get('name')} "
                 f"(size {obj.get('size')}), not a Datastream event: normalize the object it names instead "
                 "(zero-byte folder objects hold nothing)", raw=raw)
-        if bigquery.meta_key_of(obj) is not None and "source_metadata" not in obj:
+        if "source_metadata" not in obj and bigquery.meta_key_of(obj) is not None:
             state.fmt = FMT_BIGQUERY
             self._bigquery_row(obj, where, state, out, raw)
             return

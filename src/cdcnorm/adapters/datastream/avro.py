@@ -48,7 +48,12 @@ def converters(writer: dict, state: FileState) -> dict | None:
 
 
 def _convert(values: dict, convs: list, flags: list[str]) -> dict:
-    return {n: (c(values.get(n), flags) if c and values.get(n) is not None else values.get(n)) for n, c in convs}
+    get = values.get
+    out = {}
+    for n, c in convs:  # one lookup per field (a comprehension over the same expression made three)
+        v = get(n)
+        out[n] = c(v, flags) if c is not None and v is not None else v
+    return out
 
 
 def convert_record(rec: dict, convs: dict, flags: list[str]) -> dict:

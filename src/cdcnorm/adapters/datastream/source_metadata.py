@@ -51,10 +51,18 @@ def number_or_text(v: Any) -> int | str | None:
 
 def source_db(read_method: str, sm: dict) -> str:
     """The source engine, from the read_method prefix (MongoDB events also tell by their `collection`)."""
-    prefix = read_method.strip().lower().split("-", 1)[0]
+    prefix = _PREFIX.get(read_method)
+    if prefix is None:
+        if len(_PREFIX) >= 1024:
+            _PREFIX.clear()
+        prefix = _PREFIX[read_method] = read_method.strip().lower().split("-", 1)[0]
     if "collection" in sm and prefix not in SOURCE_DBS:
         return "mongodb"
     return SOURCE_DBS.get(prefix, prefix or "unknown")
+
+
+_PREFIX: dict[str, str] = {}
+"""read_method -> its engine prefix (a stream has a handful of read methods)."""
 
 
 def is_backfill(read_method: str, change_type: str, sm: dict) -> bool:
@@ -98,8 +106,24 @@ def _mysql_pos(sm: dict, _sk: list) -> Position:
     pos = sm.get("log_position") if sm.get("log_position") is not None else sm.get("binlog_position")
     if not file and not pos:
         return (None, None), None
-    m = _BIN_SUFFIX.search(file or "")
-    return (int(m.group(1)) if m else None, integer(pos)), f"{file}:{pos}"
+    number = _binlog_number(file or "")
+    return (number, integer(pos)), f"{file}:{pos}"
+
+
+_BINLOG_NUMBERS: dict[str, int | None] = {}
+
+
+def _binlog_number(file: str) -> int | None:
+    """The number a binlog file name ends with ('mysql-bin.000042' -> 42), cached: events share a few files."""
+    try:
+        return _BINLOG_NUMBERS[file]
+    except KeyError:
+        pass
+    if len(_BINLOG_NUMBERS) >= 1024:
+        _BINLOG_NUMBERS.clear()
+    m = _BIN_SUFFIX.search(file)
+    number = _BINLOG_NUMBERS[file] = int(m.group(1)) if m else None
+    return number
 
 
 def _oracle_pos(sm: dict, _sk: list) -> Position:

@@ -130,11 +130,33 @@ def parse_ts(value: Any) -> dt.datetime | None:
     without a zone is UTC (Datastream writes UTC). Raises ValueError for anything else. A time before the
     epoch (e.g. `-1` ms) is not a capture time but an "unset" sentinel: None, never 1969-12-31T23:59:59.999.
     """
-    ts = _parse_ts(value)
+    if type(value) is str:  # envelope times repeat (a read time per file, many events per millisecond)
+        ts = _TS_CACHE.get(value, _MISS)
+        if ts is _MISS:
+            if len(_TS_CACHE) >= _TS_CACHE_MAX:
+                _TS_CACHE.clear()
+            ts = _TS_CACHE[value] = _parse_ts(value)
+    else:
+        ts = _parse_ts(value)
     return None if ts is not None and ts < EPOCH else ts
 
 
+_TS_CACHE: dict[str, dt.datetime | None] = {}
+_TS_CACHE_MAX = 4096
+_MISS: Any = object()
+
+
 def _parse_ts(value: Any) -> dt.datetime | None:
+    if type(value) is str and 20 <= len(value) <= 27 and value[-1] == "Z" and value[10] == "T":
+        # Datastream's own form ('2024-03-31T16:23:07.938Z'): at most 6 fraction digits, no blanks, UTC, so
+        # the general path below would only strip, test two patterns and convert UTC to UTC
+        try:
+            ts = dt.datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            if ts.tzinfo is UTC:
+                return ts
     if value is None or value == "":
         return None
     if isinstance(value, dt.datetime):

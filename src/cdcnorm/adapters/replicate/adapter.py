@@ -198,9 +198,11 @@ class ReplicateAdapter(Adapter):
         task = (entry or {}).get("task") if self.options.stream_naming == "delivery" else None
         return self.stream_name(ctx.topic or task or ctx.file_stream, VENDOR)
 
-    def _decode_value(self, value: bytes | None, ctx: Context, out: BatchBuilder) -> None:
+    def _decode_value(self, value: bytes | None, ctx: Context, out: BatchBuilder,
+                      envelope: Envelope | None = None) -> None:
+        """`envelope`: the message's envelope when a container already decoded it (not parsed again)."""
         out.set_context(VENDOR, FMT_JSON)
-        self._guarded(lambda: parse_envelope(value), ctx, out)
+        self._guarded((lambda: envelope) if envelope is not None else (lambda: parse_envelope(value)), ctx, out)
 
     def _decode_doc(self, doc: Any, ctx: Context, out: BatchBuilder) -> None:
         out.set_context(VENDOR, FMT_JSON)

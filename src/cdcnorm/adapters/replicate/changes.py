@@ -12,7 +12,7 @@ import orjson
 
 from cdcnorm.adapters.replicate.catalog import diff, type_label
 from cdcnorm.adapters.replicate.envelope import Envelope
-from cdcnorm.adapters.replicate.masks import resolve
+from cdcnorm.adapters.replicate.masks import DecodedMask, resolve
 from cdcnorm.adapters.replicate.naming import VENDOR, Context, is_control, place
 from cdcnorm.adapters.replicate.positions import data_positions, ddl_positions, instant
 from cdcnorm.adapters.replicate.values import canonical_type, typed
@@ -68,24 +68,19 @@ def data_changes(r: DataMessage, source_db: str | None) -> list[Change]:
     if entry is None or entry.get("origin") == "registry":
         flags.append("no_schema")
     if entry is not None:
-        names = {c["ordinal"]: c["name"] for c in entry["columns"]}
-        types = {c["name"]: c.get("type") for c in entry["columns"]}
-        pks = [
-            c["name"]
-            for c in sorted(entry["columns"], key=lambda c: c["pk_position"])
-            if c["pk_position"]
-        ]
+        names, types, pks, ordered, ncols, masks = _plan(entry)
+        pks = list(pks)
     else:
         names, types, pks = {i + 1: k for i, k in enumerate(r.image)}, {}, []
+        ordered, ncols, masks = [n for _, n in sorted(names.items())], max(names, default=0), None
     data = typed(r.data, types, flags)
     before = typed(r.before, types, flags)
-    ncols = max(names, default=0)
-    changed = resolve(r.headers.get("changeMask"), names, ncols)
-    present = resolve(r.headers.get("columnMask"), names, ncols)
+    changed = _resolve(r.headers.get("changeMask"), names, ncols, masks)
+    present = _resolve(r.headers.get("columnMask"), names, ncols, masks)
     if changed.beyond or present.beyond:
         flags.append("mask_bits_beyond_columns")
     main = data if op != "DELETE" or data is not None else before
-    missing = _missing(present.columns, names, main, op, flags)
+    missing = _missing(present.columns, ordered, main, op, flags)
     sort_parts, id_parts, tx_seq = data_positions(r.headers, op, vendor_op, main, pks)
     database, schema = place(source_db, r.schema)
     tx_last = r.headers.get("transactionLastEvent")
@@ -192,15 +187,49 @@ def schema_version(
     )
 
 
+_Plan = tuple[dict[int, str], dict[str, Any], list[str], list[str], int, dict[Any, DecodedMask]]
+_PLANS: dict[int, tuple[dict[str, Any], _Plan]] = {}
+
+
+def _plan(entry: dict[str, Any]) -> _Plan:
+    """What a catalog entry's messages need of its columns, computed once per entry instead of per message:
+    (name by ordinal, type by name, key columns by pk position, names in ordinal order, highest ordinal, and
+    a cache of the masks resolved against these columns)."""
+    cached = _PLANS.get(id(entry))
+    if cached is not None and cached[0] is entry:
+        return cached[1]
+    names = {c["ordinal"]: c["name"] for c in entry["columns"]}
+    types = {c["name"]: c.get("type") for c in entry["columns"]}
+    pks = [c["name"] for c in sorted(entry["columns"], key=lambda c: c["pk_position"]) if c["pk_position"]]
+    plan = (names, types, pks, [n for _, n in sorted(names.items())], max(names, default=0), {})
+    if len(_PLANS) >= 4096:
+        _PLANS.clear()
+    _PLANS[id(entry)] = (entry, plan)
+    return plan
+
+
+def _resolve(mask: Any, names: dict[int, str], ncols: int, cache: dict[Any, DecodedMask] | None) -> DecodedMask:
+    """`resolve`, remembered per table version: a table's messages carry a handful of distinct masks."""
+    if cache is None or not isinstance(mask, str | bytes):
+        return resolve(mask, names, ncols)
+    hit = cache.get(mask)
+    if hit is None:
+        hit = resolve(mask, names, ncols)  # raises for a bad mask: nothing is cached then
+        if len(cache) < 1024:
+            cache[mask] = hit
+    return DecodedMask(None if hit.columns is None else list(hit.columns), list(hit.beyond))
+
+
 def _missing(
-    present: list[str] | None, names: dict[int, str], image: dict[str, Any] | None, op: str, flags: list[str]
+    present: list[str] | None, ordered: list[str], image: dict[str, Any] | None, op: str, flags: list[str]
 ) -> list[str] | None:
     """Columns not captured: columnMask bit 0 AND a null value (checklist 5). A value under a 0 bit is kept
     and flagged `column_mask_conflict`. Without a column mask: [] for REFRESH (full load reads whole rows),
-    else unknown."""
+    else unknown. `ordered`: the table's column names in ordinal order."""
     if present is None:
         return [] if op == "SNAPSHOT" else None
-    absent = [n for _, n in sorted(names.items()) if n not in set(present)]
+    captured = set(present)
+    absent = [n for n in ordered if n not in captured]
     image = image or {}
     if any(image.get(n) is not None for n in absent):
         flags.append("column_mask_conflict")

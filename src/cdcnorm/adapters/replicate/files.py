@@ -15,6 +15,7 @@ from cdcnorm import containers
 from cdcnorm.adapters.replicate.envelope import (
     FMT_AVRO,
     MAGIC,
+    decoded_envelope,
     envelope_bytes,
     extract_metadata,
     json_md_entries,
@@ -25,7 +26,8 @@ from cdcnorm.adapters.replicate.positions import instant
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.errors import DecodeError
 
-DecodeValue = Callable[[bytes | None, Context, BatchBuilder], None]
+DecodeValue = Callable[..., None]
+"""(value, context, out[, envelope]): decode one message; `envelope` is its already decoded envelope, if any."""
 """The adapter's decoder of one raw message (bytes) from where it came from."""
 DecodeDoc = Callable[[Any, Context, BatchBuilder], None]
 """The adapter's decoder of one parsed JSON message."""
@@ -105,7 +107,8 @@ def container_messages(
             yield item, None
         else:
             try:
-                item.raw, item.value = envelope_bytes(item.value), ("envelope", None, None)
+                item.raw, item.value = envelope_bytes(item.value), ("envelope", None, None,
+                                                                     decoded_envelope(item.value))
             except DecodeError as exc:
                 item.raw, item.value = orjson.dumps(item.value, default=repr), exc
             yield item, item.raw if not isinstance(item.value, DecodeError) else None
@@ -147,7 +150,10 @@ def read_container(path: str, src: containers.Source, out: BatchBuilder, decode_
             out.set_context(VENDOR, FMT_AVRO)
             raise rec.value
         ctx = Context(base.topic, base.file_stream, enqueued_time(rec.value[2]))
-        decode_value(rec.raw, ctx, out)
+        if len(rec.value) > 3 and rec.value[3] is not None:
+            decode_value(rec.raw, ctx, out, rec.value[3])
+        else:
+            decode_value(rec.raw, ctx, out)
 
     yield from containers.each_record(path, (item for item, _ in container_messages(src)), out, decode,
                                       origin)

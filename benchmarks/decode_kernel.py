@@ -1,0 +1,151 @@
+"""The decode kernel alone: CPU per input record of each vendor format's `read_file` loop, no Spark.
+
+Why a separate bench: inside `normalize` the decode runs in Spark's Python workers next to the JVM, where its
+CPU cannot be told apart from Spark's. Here one process runs exactly what a decode task runs
+(`cdcnorm.sources`' `mapInArrow` function: the adapter's `read_file` into a `BatchBuilder`, flushed into the
+Arrow batches Spark receives) over a simulated workload, after a warm-up, and measures
+`time.process_time`. For Avro formats it also times `fastavro.reader` over the same files: the floor of any
+Python decoder of them (for Replicate Avro and Event Hubs Capture it only unpacks the envelope, whose payload
+is JSON text, so it is not a like-for-like floor there).
+
+Usage: python benchmarks/decode_kernel.py [--changes 30000] [--formats datastream-json,...] [--repeat 3]
+Prints one table: µs of CPU per record (best of --repeat), the ratio to Datastream JSON, and for Avro the
+ratio to fastavro. Figures and commands: docs/benchmarks.md ("Decode kernel").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench import BINARY, FORMATS, options_for, workload  # noqa: E402
+
+REFERENCE = "datastream-json"
+
+
+def prepared_adapter(vf: str, root: Path, files: list[str]) -> Any:
+    """The adapter as the pipeline hands it to the executors: options, then its first pass run in-process."""
+    import orjson
+
+    from cdcnorm.adapters import get_adapter
+    from cdcnorm.adapters.base import FirstPass
+    from cdcnorm.fs import open_input
+    from cdcnorm.simulate import VENDOR_FORMATS
+
+    adapter = get_adapter(VENDOR_FORMATS[vf][0], options_for(vf, root))
+    if not adapter.needs_first_pass():
+        return adapter.prepare(FirstPass(kind="files"))
+    seen: dict[bytes, Any] = {}
+    for path in files:
+        with open_input(path) as fh:
+            for item in adapter.first_pass_file(path, fh):
+                seen.setdefault(orjson.dumps(item), item)
+    return adapter.prepare(FirstPass(kind="files", items=list(seen.values())))
+
+
+def decode_files(adapter: Any, files: list[str]) -> tuple[int, int]:
+    """(input records, output rows) of decoding every file exactly as a decode task does."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from cdcnorm.sources import _FileDecoder
+
+    records = rows = 0
+    paths = pa.record_batch({"path": pa.array(files, pa.string()), "size": pa.array([0] * len(files), pa.int64())})
+    for batch in _FileDecoder(adapter)(iter([paths])):  # the function mapInArrow runs, fed one batch of paths
+        rows += batch.num_rows
+        records += pc.sum(batch.column("_records")).as_py() or 0
+    return records, rows
+
+
+def fastavro_files(files: list[str]) -> int:
+    import fastavro
+
+    n = 0
+    for path in files:
+        with open(path, "rb") as fh:
+            for _ in fastavro.reader(fh):
+                n += 1
+    return n
+
+
+def cpu_of(fn: Any, repeat: int) -> tuple[float, Any]:
+    """Best CPU seconds of `repeat` runs (the machine is shared: the least disturbed run is the kernel's cost)."""
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.process_time()
+        result = fn()
+        best = min(best, time.process_time() - t0)
+    return best, result
+
+
+def bench_format(args: argparse.Namespace, vf: str) -> dict[str, Any]:
+    from bench import input_files
+
+    root = workload(Path(args.work), vf, args.changes, args.tables, args.rows, args.seed, args.files)
+    files = input_files(root, vf)
+    adapter = prepared_adapter(vf, root, files)
+    decode_files(adapter, files[:1])  # warm-up: imports, caches, first-use paths
+    cpu, (records, rows) = cpu_of(lambda: decode_files(adapter, files), args.repeat)
+    res: dict[str, Any] = {"format": vf, "files": len(files), "records": records, "rows": rows, "cpu_s": cpu,
+                           "us_per_record": cpu / max(records, 1) * 1e6}
+    if vf in BINARY:
+        fastavro_files(files[:1])
+        fcpu, frecords = cpu_of(lambda: fastavro_files(files), args.repeat)
+        res.update(fastavro_cpu_s=fcpu, fastavro_records=frecords, fastavro_us=fcpu / max(frecords, 1) * 1e6)
+    print(f"  {vf}: {records:,} records, {rows:,} rows, {cpu:.2f} CPU s", flush=True)
+    return res
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    ref = next((r["us_per_record"] for r in results if r["format"] == REFERENCE), None)
+    lines = ["| format | records | rows | CPU s | µs / record | vs Datastream JSON | fastavro µs / record | vs fastavro |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        vs_ref = f"{r['us_per_record'] / ref:.2f}x" if ref else "-"
+        fa = f"{r['fastavro_us']:.1f}" if "fastavro_us" in r else "-"
+        vs_fa = f"{r['us_per_record'] / r['fastavro_us']:.2f}x" if "fastavro_us" in r else "-"
+        lines.append(f"| {r['format']} | {r['records']:,} | {r['rows']:,} | {r['cpu_s']:.2f} | "
+                     f"{r['us_per_record']:.1f} | {vs_ref} | {fa} | {vs_fa} |")
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--changes", type=int, default=30_000, help="source changes per vendor format")
+    p.add_argument("--formats", default=",".join(FORMATS), help="comma list of vendor formats")
+    p.add_argument("--work", default=".bench", help="cache of generated data (shared with bench.py)")
+    p.add_argument("--tables", type=int, default=3)
+    p.add_argument("--rows", type=int, default=1000, help="initial rows per table (the backfill)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--files", type=int, default=4, help="about how many input files per format")
+    p.add_argument("--repeat", type=int, default=3, help="runs per measure; the best counts")
+    p.add_argument("--json", help="also write the figures to this file")
+    args = p.parse_args(argv)
+    unknown = [f for f in args.formats.split(",") if f not in FORMATS]
+    if unknown:
+        p.error(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    print(f"decode kernel: {args.changes:,} changes per format, best of {args.repeat}, load {os.getloadavg()}",
+          flush=True)
+    results = [bench_format(args, vf) for vf in args.formats.split(",")]
+    print()
+    print(table(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
