@@ -92,7 +92,7 @@ def apply_shuffles(spark, lake: str) -> tuple[int, int]:
 
     from cdcnorm.lake import Lake
     from cdcnorm.state import keyed
-    from cdcnorm.state.merge import applicable, keyed_entries
+    from cdcnorm.state.merge import applicable
     from cdcnorm.state.plan import latest_schemas, plan_tables, table_hash, table_stats
 
     lk = Lake(spark, lake)
@@ -101,7 +101,7 @@ def apply_shuffles(spark, lake: str) -> tuple[int, int]:
     plans = [p for p in plan_tables(table_stats(changes, set(latest)), latest) if p.key_mode != "keyless"]
     exchanges = 0
     for p in plans:
-        entries = keyed_entries(applicable(changes.where(F.col("_tid") == p.hid), [p]))
+        entries = keyed.batch_entries(applicable(changes.where(F.col("_tid") == p.hid), [p]), p)
         text = keyed.merged(p, entries, None, None, 4)._jdf.queryExecution().executedPlan().toString()
         exchanges += sum(1 for line in text.splitlines() if "Exchange " in line and "partitioning" in line)
     return exchanges, len(plans)

@@ -38,6 +38,22 @@ def _as_image(col: Column) -> Column:
     return F.try_variant_get(col, "$", _IMAGE)
 
 
+def group_key(plan: TablePlan) -> Column:
+    """The binary group key of one keyed table's :func:`applicable` rows (null: the row has no key).
+
+    `event` keys are the adapters' `key_bytes`; `derived` keys are the JSON of the key columns' values, from the
+    change's key, else its after image (its before image for a DELETE), exactly as :func:`keyed_entries`."""
+    if plan.key_mode == "event":
+        return F.col("key_bytes")
+    op, keymap = F.col("op"), _as_image(F.col("key"))
+    after, before = _as_image(F.col("after")), _as_image(F.col("before"))
+    source = F.when(op == "DELETE", before).otherwise(F.coalesce(after, before))
+    kv = F.array(*[F.coalesce(F.try_element_at(keymap, F.lit(c)), F.try_element_at(source, F.lit(c)))
+                   for c in plan.key_columns]) if plan.key_columns else F.array().cast("array<variant>")
+    keyable = F.exists(kv, lambda v: v.isNotNull() & ~F.is_variant_null(v))
+    return F.when(keyable, F.to_json(kv).cast("binary"))
+
+
 def keyed_entries(rows: DataFrame) -> DataFrame:
     """One entry per change: its group key, and the columns it carries (missing columns dropped)."""
     op = F.col("op")

@@ -89,6 +89,9 @@ def table_stats(changes: DataFrame, with_schema: set[str]) -> dict[str, dict[str
         F.max(F.when(op == "TRUNCATE", sk)).alias("truncated_at"),
         F.count_if(op == "TRUNCATE").alias("truncates"),
         F.count_if(applied).alias("row_changes"),
+        F.count_if(op == "DELETE").alias("deletes"),
+        F.min(F.when(applied, F.col("key_bytes"))).alias("min_key"),
+        F.max(F.when(applied, F.col("key_bytes"))).alias("max_key"),
         F.count_if(orphan).alias("orphan_updates_ignored"),
         F.count_if(applied & F.col("key_bytes").isNull()).alias("unkeyed"),
         F.count_if(applied & F.col("key_bytes").isNull() & F.col("key").isNull() & image.isNull()).alias("unkeyable"),
@@ -104,7 +107,7 @@ def table_stats(changes: DataFrame, with_schema: set[str]) -> dict[str, dict[str
     out = {}
     for r in rows:
         d = r.asDict(recursive=True)
-        for k in ("truncated_at", "last_sort_key"):
+        for k in ("truncated_at", "last_sort_key", "min_key", "max_key"):
             d[k] = bytes(d[k]) if d[k] is not None else None
         d["ignored_ops"] = {o: d.pop(f"ignored_{o}") for o in IGNORED_OPS if d[f"ignored_{o}"]}
         out[d["_tid"]] = d

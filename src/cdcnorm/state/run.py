@@ -45,12 +45,14 @@ from cdcnorm.state.target import (
     TOMBSTONE_SCHEMA,
     applied_version,
     commit,
+    covering,
     file_ranges,
     read_bookmark,
     target,
     touched_files,
     user_columns,
     write_sorted,
+    written_rows,
 )
 from cdcnorm.state.types import OutputColumn
 from cdcnorm.state.write import output_schema, typed_keyless
@@ -112,7 +114,7 @@ def table_state(changes: DataFrame, plan: TablePlan) -> DataFrame:
     rows = applicable(changes, [plan])
     if plan.key_mode == "keyless":
         return typed_keyless(keyless_state(once(rows)), plan)
-    return keyed.live_rows(keyed.merged(plan, keyed_entries(rows), None, None)).drop(*[f.name for f in META_FIELDS])
+    return keyed.live_rows(keyed.merged(plan, keyed.batch_entries(rows, plan), None, None)).drop(*[f.name for f in META_FIELDS])
 
 
 def target_schema(plan: TablePlan):
@@ -253,31 +255,54 @@ def _apply_batch(lk: Lake, cut: Cut, plan: TablePlan, bm: dict[str, Any], change
         if not done_tomb:
             commit(tomb, [], [], cut.changes, None)
         return
-    entries = keyed_entries(applicable(changes, [plan]))
-    entries = entries.select("_gkey", "op", "sort_key", "_img", F.hex("_gkey").alias(KEY)).persist(StorageLevel.MEMORY_AND_DISK)
+    entries = keyed.batch_entries(applicable(changes, [plan]), plan)
     everything = plan.truncated_at != bm["stats"].get("truncated_at")  # a new truncate touches every row
     ranges, tranges = file_ranges(cur), file_ranges(tomb)
-    touched = ranges if everything else touched_files(lk.spark, ranges, entries)
-    ttouched = tranges if everything else touched_files(lk.spark, tranges, entries)
+    span = _key_span(plan, new)
+    touched = ranges if everything else covering(ranges, span)
+    ttouched = tranges if everything else covering(tranges, span)
+    if touched is None or ttouched is None:  # keys spread over the table: the exact files, by a range join
+        entries = entries.persist(StorageLevel.MEMORY_AND_DISK)
+        touched = touched_files(lk.spark, ranges, entries) if touched is None else touched
+        ttouched = touched_files(lk.spark, tranges, entries) if ttouched is None else ttouched
     state = read_files(lk.spark, cur, [f"{cur.uri}/{f['path']}" for f in touched]) if touched else None
     tombs = read_files(lk.spark, tomb, [f"{tomb.uri}/{f['path']}" for f in ttouched]) if ttouched else None
-    m = keyed.merged(plan, entries.drop(KEY), state, tombs).persist(StorageLevel.MEMORY_AND_DISK)
-    live, dead = _counts(m)
+    estimate = sum(f["rows"] for f in touched) + sum(f["rows"] for f in ttouched) + int(new.get("row_changes") or 0)
+    m = keyed.merged(plan, entries, state, tombs, _parts(estimate))
+    # without a DELETE in the batch or a touched tombstone no key can be deleted: write straight from the merge
+    dead_possible = bool(tombs is not None or new.get("deletes", 1))
+    live = dead = None
+    if dead_possible:
+        m = m.persist(StorageLevel.MEMORY_AND_DISK)
+        live, dead = _counts(m)
     kept = sum(f["rows"] for f in ranges) - sum(f["rows"] for f in touched)
-    plan.rows = kept + live
     prefix = f"apply-v{cut.changes}-{secrets.token_hex(4)}"
+    adds = write_sorted(keyed.live_rows(m), cur, prefix, estimate, presorted=True) if live != 0 else []
+    plan.rows = kept + written_rows(adds)
     if not done_cur:
-        adds = write_sorted(keyed.live_rows(m), cur, prefix, live) if live else []
         commit(cur, adds, touched, cut.changes, _bookmark(cut, plan))
         plan.applied["files_rewritten"] += len(touched)
         plan.applied["files_written"] += len(adds)
     if not done_tomb:
-        adds = write_sorted(keyed.tombstone_rows(m), tomb, prefix, dead) if dead else []
-        commit(tomb, adds, ttouched, cut.changes, None)
+        tadds = write_sorted(keyed.tombstone_rows(m), tomb, prefix, dead) if dead else []
+        commit(tomb, tadds, ttouched, cut.changes, None)
         plan.applied["files_rewritten"] += len(ttouched)
-        plan.applied["files_written"] += len(adds)
+        plan.applied["files_written"] += len(tadds)
     m.unpersist()
     entries.unpersist()
+
+
+def _parts(rows: int) -> int:
+    return max(1, -(-rows // FILE_ROWS))
+
+
+def _key_span(plan: TablePlan, new: dict[str, Any]) -> tuple[str, str] | None:
+    """The batch's lowest and highest `_cdc_key` from its aggregate (event keys only: `_cdc_key` is the hex of
+    `key_bytes`), or None when not known."""
+    lo, hi = new.get("min_key"), new.get("max_key")
+    if plan.key_mode != "event" or lo is None or hi is None:
+        return None
+    return bytes(lo).hex().upper(), bytes(hi).hex().upper()
 
 
 def _counts(m: DataFrame) -> tuple[int, int]:
@@ -326,12 +351,14 @@ def _rebuild_table(lk: Lake, cut: Cut, plan: TablePlan, changes: DataFrame, why:
         live, dead, m = state.count(), 0, state
         live_df = state
     else:
-        parts = max(1, -(-int(plan.stats.get("row_changes") or 0) // FILE_ROWS))
-        m = keyed.merged(plan, keyed_entries(rows), None, None, parts).persist(StorageLevel.MEMORY_AND_DISK)
-        live, dead = _counts(m)
+        m = keyed.merged(plan, keyed.batch_entries(rows, plan), None, None, _parts(int(plan.stats.get("row_changes") or 0)))
+        live, dead = None, 0
+        if plan.stats.get("deletes", 1):  # deleted keys: the merge feeds two tables, keep it once
+            m = m.persist(StorageLevel.MEMORY_AND_DISK)
+            live, dead = _counts(m)
         live_df = keyed.live_rows(m)
-    plan.rows = live
-    adds = write_sorted(live_df, cur, prefix, live, presorted=plan.key_mode != "keyless") if live else []
+    adds = write_sorted(live_df, cur, prefix, live or 0, presorted=plan.key_mode != "keyless") if live != 0 else []
+    plan.rows = written_rows(adds)
     commit(cur, adds, [], cut.changes, _bookmark(cut, plan), overwrite=True)
     tadds = write_sorted(keyed.tombstone_rows(m), tomb, prefix, dead) if dead else []
     commit(tomb, tadds, [], cut.changes, None, overwrite=True)
