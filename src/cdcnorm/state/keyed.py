@@ -29,11 +29,12 @@ def _q(name: str) -> Column:
 
 
 def merged(plan: TablePlan, entries: DataFrame, state: DataFrame | None, tombstones: DataFrame | None,
-           ranges: int | None = None) -> DataFrame:
+           ranges: int | None = None, entries_ranged: bool = False) -> DataFrame:
     """Typed columns + `_cdc_*` + `_live` per key. `entries`: :func:`batch_entries` of one table's new changes;
     `state` / `tombstones`: rows of the touched target files (or None). `ranges`: shuffle by key range into that
     many partitions, sorted, so the result is written as it comes (:func:`cdcnorm.state.target.write_sorted` with
-    `presorted`) without a second shuffle.
+    `presorted`) without a second shuffle. `entries_ranged`: the entries were made with the same `ranges`
+    (:func:`batch_entries`), so when they are merged alone they are partitioned already.
 
     One aggregation per key, no window: a column's latest value above the key's reset point (its last DELETE,
     or the table's last TRUNCATE) is its latest value overall when that one is above the reset, else there is
@@ -47,13 +48,14 @@ def merged(plan: TablePlan, entries: DataFrame, state: DataFrame | None, tombsto
     union = parts[0]
     for p in parts[1:]:
         union = union.unionByName(p)
-    if ranges:
+    if ranges and not (entries_ranged and len(parts) == 1):
         union = union.repartitionByRange(ranges, KEY)
     aggs = []
     for i, c in enumerate(cols):
         s = F.col(_sk(i))
-        aggs += [F.max_by(_q(c.name), F.when(s.isNotNull(), F.struct(s, F.col("_kind")))).alias(c.name),
-                 F.max(s).alias(_sk(i))]
+        # batch entries alone (a rebuild) have one kind: order by the binary sort key, cheaper than a struct
+        order = s if len(parts) == 1 else F.when(s.isNotNull(), F.struct(s, F.col("_kind")))
+        aggs += [F.max_by(_q(c.name), order).alias(c.name), F.max(s).alias(_sk(i))]
     aggs += [F.max("_row_sk").alias("_R"), F.max("_del").alias("_D")]
     out = union.groupBy(KEY).agg(*aggs)
     trunc = F.lit(plan.truncated_at).cast("binary")
@@ -83,20 +85,26 @@ def tombstone_rows(merged_df: DataFrame) -> DataFrame:
     return merged_df.where(~F.col("_live") & F.col(DELETED_AT).isNotNull()).select(KEY, DELETED_AT)
 
 
-def batch_entries(rows: DataFrame, plan: TablePlan) -> DataFrame:
+def batch_entries(rows: DataFrame, plan: TablePlan, ranges: int | None = None) -> DataFrame:
     """One entry per applicable change of a keyed table (:func:`cdcnorm.state.merge.applicable` rows): its key
     (`_cdc_key`), DELETE or row `sort_key`, and per column the typed value it carries with its `sort_key`.
 
     A column is carried when the after image has it and it is not listed in `missing_columns`, or else when the
     change's key has it (partial images keep their key columns); a DELETE carries none. Values are taken straight
     from the VARIANT images with one field lookup each (no `map<string, variant>` of whole images); a column
-    name no `variant_get` path can spell goes through the map."""
+    name no `variant_get` path can spell goes through the map.
+
+    `ranges`: the rows are shuffled by key range into that many partitions before anything is extracted: the
+    range partitioner samples its input by computing it, so the sample costs a scan, not the extraction too."""
     op, sk = F.col("op"), F.col("sort_key")
     delete = op == "DELETE"
     gkey = group_key(plan)
     missing = F.coalesce(F.col("missing_columns"), F.array().cast("array<string>"))
     after, key = F.col("after"), F.col("key")
-    sel = [F.hex(gkey).alias(KEY), F.lit(_BATCH).alias("_kind"), F.when(delete, sk).alias("_del"),
+    rows = rows.where(gkey.isNotNull()).withColumn(KEY, F.hex(gkey))
+    if ranges:
+        rows = rows.repartitionByRange(ranges, KEY)
+    sel = [F.col(KEY), F.lit(_BATCH).alias("_kind"), F.when(delete, sk).alias("_del"),
            F.when(~delete, sk).alias("_row_sk")]
     for i, c in enumerate(plan.columns):
         path = variant_path(c.name)
@@ -109,11 +117,12 @@ def batch_entries(rows: DataFrame, plan: TablePlan) -> DataFrame:
             a_field, k_field = F.try_variant_get(after, path, "variant"), F.try_variant_get(key, path, "variant")
             a_val = extract_field(after, path, c.type, c.canonical_type, c.naive_utc)
             k_val = extract_field(key, path, c.type, c.canonical_type, c.naive_utc)
-        in_after = ~delete & a_field.isNotNull() & ~F.array_contains(missing, c.name)
+        # a typed value proves the field is there (one lookup); a null one may be a JSON null or a cast failure
+        in_after = (a_val.isNotNull() | a_field.isNotNull()) & ~delete & ~F.array_contains(missing, c.name)
         in_key = ~delete & k_field.isNotNull()
         value = F.when(in_after, a_val).when(in_key, k_val)
         sel += [value.cast(spark_type(c.type)).alias(c.name), F.when(in_after | in_key, sk).alias(_sk(i))]
-    return rows.where(gkey.isNotNull()).select(*sel)
+    return rows.select(*sel)
 
 
 def _column_sk(name: str) -> Column:

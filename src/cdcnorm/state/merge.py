@@ -10,23 +10,21 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from cdcnorm.state.plan import ROW_OPS, TablePlan
+from cdcnorm.state.plan import ROW_OPS, TablePlan, of_table
 
 _IMAGE = "map<string,variant>"
 
 
-def applicable(changes: DataFrame, plans: list[TablePlan]) -> DataFrame:
-    """The changes that can change a row: data ops (no orphan UPDATE without an after image), after the table's
-    last TRUNCATE, with each table's key mode and key columns joined from a broadcast of the plans."""
-    spark = changes.sparkSession
-    params = spark.createDataFrame(
-        [(p.hid, p.truncated_at, p.key_mode, p.key_columns) for p in plans],
-        "_tid string, _trunc binary, _mode string, _pks array<string>",
-    )
+def applicable(changes: DataFrame, plan: TablePlan) -> DataFrame:
+    """One table's changes that can change a row: data ops (no orphan UPDATE without an after image), after the
+    table's last TRUNCATE, with the plan's table hash, key mode and key columns as constant columns."""
     op = F.col("op")
-    return (changes.where(op.isin(*ROW_OPS) & ~((op == "UPDATE") & F.col("after").isNull()))
-            .join(F.broadcast(params), "_tid")
-            .where(F.col("_trunc").isNull() | (F.col("sort_key") > F.col("_trunc"))))
+    trunc = F.lit(plan.truncated_at).cast("binary")
+    rows = changes.where(of_table(plan.tid) & op.isin(*ROW_OPS) & ~((op == "UPDATE") & F.col("after").isNull()))
+    if plan.truncated_at is not None:
+        rows = rows.where(F.col("sort_key") > trunc)
+    return rows.withColumns({"_tid": F.lit(plan.hid), "_trunc": trunc, "_mode": F.lit(plan.key_mode),
+                             "_pks": F.array(*[F.lit(k) for k in plan.key_columns]).cast("array<string>")})
 
 
 def keyless_state(rows: DataFrame) -> DataFrame:

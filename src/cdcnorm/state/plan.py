@@ -45,6 +45,14 @@ def table_hash() -> Column:
     return F.substring(F.sha2(F.to_json(F.array(*[F.col(f"`{c}`") for c in IDENT])), 256), 1, 32)
 
 
+def of_table(tid: TableId) -> Column:
+    """The rows of one table, by its identity (nulls equal): cheaper per row than comparing :func:`table_hash`."""
+    cond = F.lit(True)
+    for c, v in zip(IDENT, tid, strict=True):
+        cond = cond & F.col(f"`{c}`").eqNullSafe(F.lit(v).cast("string"))
+    return cond
+
+
 def name_filter(tables: list[str] | None) -> Column | None:
     """`table`, `schema.table` or `db.schema.table`, case-insensitive, matched as a dotted suffix."""
     if not tables:

@@ -34,6 +34,7 @@ from cdcnorm.state.plan import (
     latest_schemas,
     matches,
     name_filter,
+    of_table,
     plan_tables,
     table_hash,
     table_stats,
@@ -111,7 +112,7 @@ def once(rows: DataFrame) -> DataFrame:
 
 def table_state(changes: DataFrame, plan: TablePlan) -> DataFrame:
     """One table's current state from all of its (prepared) changes, user columns only (compute, no write)."""
-    rows = applicable(changes, [plan])
+    rows = applicable(changes, plan)
     if plan.key_mode == "keyless":
         return typed_keyless(keyless_state(once(rows)), plan)
     return keyed.live_rows(keyed.merged(plan, keyed.batch_entries(rows, plan), None, None)).drop(*[f.name for f in META_FIELDS])
@@ -234,7 +235,7 @@ def _incremental(lk: Lake, cut: Cut, files: list[str], tids: list[TableId], book
             rebuild[tid] = (why, hid)
             continue
         plans[tid] = plan
-        _apply_batch(lk, cut, plan, bm, batch.where(F.col("_tid") == hid) if new else None, new)
+        _apply_batch(lk, cut, plan, bm, batch if new else None, new)
     if batch is not None:
         batch.unpersist()
 
@@ -255,7 +256,7 @@ def _apply_batch(lk: Lake, cut: Cut, plan: TablePlan, bm: dict[str, Any], change
         if not done_tomb:
             commit(tomb, [], [], cut.changes, None)
         return
-    entries = keyed.batch_entries(applicable(changes, [plan]), plan)
+    entries = keyed.batch_entries(applicable(changes, plan), plan)
     everything = plan.truncated_at != bm["stats"].get("truncated_at")  # a new truncate touches every row
     ranges, tranges = file_ranges(cur), file_ranges(tomb)
     span = _key_span(plan, new)
@@ -268,7 +269,7 @@ def _apply_batch(lk: Lake, cut: Cut, plan: TablePlan, bm: dict[str, Any], change
     state = read_files(lk.spark, cur, [f"{cur.uri}/{f['path']}" for f in touched]) if touched else None
     tombs = read_files(lk.spark, tomb, [f"{tomb.uri}/{f['path']}" for f in ttouched]) if ttouched else None
     estimate = sum(f["rows"] for f in touched) + sum(f["rows"] for f in ttouched) + int(new.get("row_changes") or 0)
-    m = keyed.merged(plan, entries, state, tombs, _parts(estimate))
+    m = keyed.merged(plan, entries, state, tombs, 1 if estimate <= 4 * FILE_ROWS else _parts(estimate))
     # without a DELETE in the batch or a touched tombstone no key can be deleted: write straight from the merge
     dead_possible = bool(tombs is not None or new.get("deletes", 1))
     live = dead = None
@@ -293,6 +294,9 @@ def _apply_batch(lk: Lake, cut: Cut, plan: TablePlan, bm: dict[str, Any], change
 
 
 def _parts(rows: int) -> int:
+    """Range partitions for about `rows` rows: one file each. An incremental batch of up to four files' worth is
+    merged in one partition instead (files are still cut at FILE_ROWS): a range shuffle into several would
+    first sample its input by computing it, which costs more than writing a few files in one task."""
     return max(1, -(-rows // FILE_ROWS))
 
 
@@ -336,7 +340,7 @@ def _rebuild(lk: Lake, cut: Cut, selected, latest, bookmarks, rebuild: dict[Tabl
             continue
         apply_hints([plan], hints, require_all=False)
         plans[plan.tid] = plan
-        _rebuild_table(lk, cut, plan, changes.where(F.col("_tid") == plan.hid),
+        _rebuild_table(lk, cut, plan, changes,
                        rebuild.get(plan.tid, ("--full" if bookmarks else "first apply", None))[0])
     changes.unpersist()
 
@@ -345,13 +349,14 @@ def _rebuild_table(lk: Lake, cut: Cut, plan: TablePlan, changes: DataFrame, why:
     cur, tomb = _current(lk, plan), _tombs(lk, plan)
     prefix = f"apply-v{cut.changes}-{secrets.token_hex(4)}"
     old = len(file_ranges(cur)) + len(file_ranges(tomb))
-    rows = applicable(changes, [plan])
+    rows = applicable(changes, plan)
     if plan.key_mode == "keyless":
         state = typed_keyless(keyless_state(once(rows)), plan, with_meta=True).persist(StorageLevel.MEMORY_AND_DISK)
         live, dead, m = state.count(), 0, state
         live_df = state
     else:
-        m = keyed.merged(plan, keyed.batch_entries(rows, plan), None, None, _parts(int(plan.stats.get("row_changes") or 0)))
+        parts = _parts(int(plan.stats.get("row_changes") or 0))
+        m = keyed.merged(plan, keyed.batch_entries(rows, plan, parts), None, None, parts, entries_ranged=True)
         live, dead = None, 0
         if plan.stats.get("deletes", 1):  # deleted keys: the merge feeds two tables, keep it once
             m = m.persist(StorageLevel.MEMORY_AND_DISK)
@@ -403,11 +408,12 @@ def table_history(changes: DataFrame, plan: TablePlan, track: list[str] | None) 
 
     from cdcnorm.state.history import keyed_history, keyless_history
 
-    rows = once(applicable(changes, [replace(plan, truncated_at=None)]))
+    rows = once(applicable(changes, replace(plan, truncated_at=None)))
     if plan.key_mode == "keyless":
         return keyless_history(plan, rows)
     truncs = [(bytes(r["sort_key"]), r["source_ts"], r["event_id"]) for r in  # metadata: one row per TRUNCATE
-              changes.where(F.col("op") == "TRUNCATE").select("sort_key", "source_ts", "event_id").collect()]
+              changes.where(of_table(plan.tid) & (F.col("op") == "TRUNCATE"))
+              .select("sort_key", "source_ts", "event_id").collect()]
     names = {c.name for c in plan.columns}
     tracked = [c for c in track if c in names] if track else None
     return keyed_history(plan, keyed_entries(rows), sorted(truncs, key=lambda t: t[0]), tracked or None)
@@ -422,7 +428,7 @@ def write_history(lk: Lake, cut: Cut, plans: list[TablePlan], track: list[str] |
     changes = prepared(lk.changes()).where(F.col("_tid").isin(*[p.hid for p in plans]))
     changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
     for plan in plans:
-        h = table_history(changes.where(F.col("_tid") == plan.hid), plan, track).persist(StorageLevel.MEMORY_AND_DISK)
+        h = table_history(changes, plan, track).persist(StorageLevel.MEMORY_AND_DISK)
         n = h.count()
         ref = target(lk.spark, lk.path, plan.tid, history_schema(plan), HISTORY, lk.storage_options)
         adds = write_sorted(h, ref, f"apply-v{cut.changes}-{secrets.token_hex(4)}", n) if n else []
