@@ -93,8 +93,14 @@ def prepared(changes: DataFrame) -> DataFrame:
     same event twice to a keyed table changes nothing (same `sort_key`, same values, the merge keeps one), so
     the whole-lake shuffle a `dropDuplicates` costs is spent only where a copy would count: keyless tables and
     history (:func:`once`)."""
-    df = without_superseded(changes) if "supersedes" in changes.columns else changes
+    df = without_superseded(changes) if "supersedes" in changes.columns and _supersedes_any(changes) else changes
     return df.withColumn("_tid", table_hash())
+
+
+def _supersedes_any(changes: DataFrame) -> bool:
+    """Whether any change names another in `supersedes` (rare: a late pair of an orphan half). One small job
+    that reads only that column, instead of joining every change against an empty set on every pass."""
+    return bool(changes.where(F.col("supersedes").isNotNull()).select("supersedes").limit(1).count())
 
 
 def without_superseded(changes: DataFrame) -> DataFrame:
