@@ -88,11 +88,10 @@ def apply_shuffles(spark, lake: str) -> tuple[int, int]:
     """(exchanges, tables) in the plans of a full apply's per-table state: one exchange per table means every
     change is shuffled once (keyed tables: one range exchange by key that the write reuses; keyless: one hash
     exchange by image, after the event-id dedup's)."""
-    from pyspark.sql import functions as F
 
     from cdcnorm.lake import Lake
     from cdcnorm.state import keyed
-    from cdcnorm.state.merge import applicable, keyed_entries
+    from cdcnorm.state.merge import applicable
     from cdcnorm.state.plan import latest_schemas, plan_tables, table_hash, table_stats
 
     lk = Lake(spark, lake)
@@ -101,8 +100,8 @@ def apply_shuffles(spark, lake: str) -> tuple[int, int]:
     plans = [p for p in plan_tables(table_stats(changes, set(latest)), latest) if p.key_mode != "keyless"]
     exchanges = 0
     for p in plans:
-        entries = keyed_entries(applicable(changes.where(F.col("_tid") == p.hid), [p]))
-        text = keyed.merged(p, entries, None, None, 4)._jdf.queryExecution().executedPlan().toString()
+        entries = keyed.batch_entries(applicable(changes, p), p, 4)
+        text = keyed.merged(p, entries, None, None, 4, entries_ranged=True)._jdf.queryExecution().executedPlan().toString()
         exchanges += sum(1 for line in text.splitlines() if "Exchange " in line and "partitioning" in line)
     return exchanges, len(plans)
 

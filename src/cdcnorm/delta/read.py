@@ -6,7 +6,9 @@ With the Delta jars on the classpath, `spark.read.format("delta").load(path)` re
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
+from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -40,8 +42,18 @@ def read_files(spark: SparkSession, table: DeltaTableRef, files: Sequence[str],
     df = spark.read.schema(data).parquet(*files)
     for col in table.partition_by:
         if col in names:
-            df = df.withColumn(col, partition_column(col).cast(table.schema[col].dataType))
+            values = {file_partition_value(f, col) for f in files}
+            value = F.lit(values.pop()) if len(values) == 1 else partition_column(col)  # one value: no per-row parse
+            df = df.withColumn(col, value.cast(table.schema[col].dataType))
     return df.select(*[F.col(f"`{n}`") for n in names])
+
+
+def file_partition_value(uri: str, name: str) -> str | None:
+    """:func:`partition_column` of one file, on the driver (the same decoding; a file outside any `name=`
+    folder has null)."""
+    m = re.search(f"/{re.escape(name)}=([^/]*)/", uri)
+    seg = m.group(1) if m else ""
+    return None if seg in ("", NULL_PARTITION) else unquote(unquote(seg))
 
 
 def partition_column(name: str):

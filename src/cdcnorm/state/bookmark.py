@@ -15,7 +15,7 @@ from cdcnorm.state.plan import TablePlan
 from cdcnorm.state.types import OutputColumn
 
 _BYTES = ("truncated_at", "last_sort_key")
-_SUMS = ("truncates", "row_changes", "orphan_updates_ignored", "unkeyed", "unkeyable", "updates_without_before")
+_SUMS = ("truncates", "row_changes", "deletes", "orphan_updates_ignored", "unkeyed", "unkeyable", "updates_without_before")
 
 
 def stats_json(st: dict[str, Any]) -> dict[str, Any]:
@@ -24,7 +24,8 @@ def stats_json(st: dict[str, Any]) -> dict[str, Any]:
         out[k] = st[k].hex() if st.get(k) is not None else None
     ts = st.get("last_source_ts")
     out["last_source_ts"] = ts.isoformat() if isinstance(ts, dt.datetime) else ts
-    out.pop("inferred", None)
+    for k in ("inferred", "min_key", "max_key"):  # the batch's own (key span: cdcnorm.state.target.covering)
+        out.pop(k, None)
     return out
 
 

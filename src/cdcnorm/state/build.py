@@ -99,7 +99,7 @@ def _compute(spark: SparkSession, lk: Lake, lake: str, tables: list[str] | None,
         raise UsageError(f"No table in {lake} matches {', '.join(tables)} (give table, schema.table or db.schema.table).")
     frames, cached = {}, []
     for plan in plans:
-        df = run.table_state(changes.where(F.col("_tid") == plan.hid), plan).persist(StorageLevel.MEMORY_AND_DISK)
+        df = run.table_state(changes, plan).persist(StorageLevel.MEMORY_AND_DISK)
         plan.rows = df.count()
         cached.append(df)
         frames[plan.tid] = df

@@ -9,12 +9,13 @@ with no previous state is the full apply, so both paths give the same table by c
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from cdcnorm.state.merge import group_key
 from cdcnorm.state.plan import TablePlan
 from cdcnorm.state.target import COLUMN_SORT_KEYS, DELETED_AT, KEY, SORT_KEY
-from cdcnorm.state.types import extract, spark_type
+from cdcnorm.state.types import extract_field, extract_value, spark_type, variant_path
 
 _STATE, _TOMB, _BATCH = 0, 1, 2
 
@@ -27,34 +28,42 @@ def _q(name: str) -> Column:
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def merged(plan: TablePlan, changes: DataFrame, state: DataFrame | None, tombstones: DataFrame | None,
-           ranges: int | None = None) -> DataFrame:
-    """Typed columns + `_cdc_*` + `_live` per key. `changes`: :func:`cdcnorm.state.merge.keyed_entries` of one
-    table (`_gkey, op, sort_key, _img`); `state` / `tombstones`: rows of the touched target files (or None).
-    `ranges`: shuffle by key range into that many partitions, sorted, so the result is written as it comes
-    (:func:`cdcnorm.state.target.write_sorted` with `presorted`) without a second shuffle."""
+def merged(plan: TablePlan, entries: DataFrame, state: DataFrame | None, tombstones: DataFrame | None,
+           ranges: int | None = None, entries_ranged: bool = False) -> DataFrame:
+    """Typed columns + `_cdc_*` + `_live` per key. `entries`: :func:`batch_entries` of one table's new changes;
+    `state` / `tombstones`: rows of the touched target files (or None). `ranges`: shuffle by key range into that
+    many partitions, sorted, so the result is written as it comes (:func:`cdcnorm.state.target.write_sorted` with
+    `presorted`) without a second shuffle. `entries_ranged`: the entries were made with the same `ranges`
+    (:func:`batch_entries`), so when they are merged alone they are partitioned already.
+
+    One aggregation per key, no window: a column's latest value above the key's reset point (its last DELETE,
+    or the table's last TRUNCATE) is its latest value overall when that one is above the reset, else there is
+    none; so each column takes its latest value and `sort_key`, and the reset is applied to the result."""
     cols = plan.columns
-    parts = [_batch(changes, cols)]
+    parts = [entries]
     if state is not None:
         parts.append(_state(state, cols))
     if tombstones is not None:
         parts.append(_tombstones(tombstones, cols))
-    entries = parts[0]
+    union = parts[0]
     for p in parts[1:]:
-        entries = entries.unionByName(p)
-    trunc = F.lit(plan.truncated_at).cast("binary")
-    if ranges:
-        entries = entries.repartitionByRange(ranges, KEY)
-    entries = entries.withColumn("_D", F.max("_del").over(Window.partitionBy(KEY)))
-    reset = F.greatest(F.col("_D"), trunc)
-    after = lambda c: F.when(reset.isNull() | (c > reset), c)  # noqa: E731
+        union = union.unionByName(p)
+    if ranges and not (entries_ranged and len(parts) == 1):
+        union = union.repartitionByRange(ranges, KEY)
     aggs = []
     for i, c in enumerate(cols):
-        s = after(F.col(_sk(i)))
-        aggs += [F.max_by(_q(c.name), F.when(s.isNotNull(), F.struct(s, F.col("_kind")))).alias(c.name),
-                 F.max(s).alias(_sk(i))]
-    aggs += [F.max(after(F.col("_row_sk"))).alias(SORT_KEY), F.max("_D").alias("_D")]
-    out = entries.groupBy(KEY).agg(*aggs)
+        s = F.col(_sk(i))
+        # batch entries alone (a rebuild) have one kind: order by the binary sort key, cheaper than a struct
+        order = s if len(parts) == 1 else F.when(s.isNotNull(), F.struct(s, F.col("_kind")))
+        aggs += [F.max_by(_q(c.name), order).alias(c.name), F.max(s).alias(_sk(i))]
+    aggs += [F.max("_row_sk").alias("_R"), F.max("_del").alias("_D")]
+    out = union.groupBy(KEY).agg(*aggs)
+    trunc = F.lit(plan.truncated_at).cast("binary")
+    reset = F.greatest(F.col("_D"), trunc)
+    after = lambda c: F.when(reset.isNull() | (c > reset), c)  # noqa: E731
+    out = out.select(*[F.when(after(F.col(_sk(i))).isNotNull(), _q(c.name)).alias(c.name) for i, c in enumerate(cols)],
+                     *[after(F.col(_sk(i))).alias(_sk(i)) for i in range(len(cols))],
+                     KEY, after(F.col("_R")).alias(SORT_KEY), "_D")
     row_sk = F.col(SORT_KEY)
     if cols:
         sks = F.map_from_arrays(F.array(*[F.lit(c.name) for c in cols]), F.array(*[F.col(_sk(i)) for i in range(len(cols))]))
@@ -76,17 +85,44 @@ def tombstone_rows(merged_df: DataFrame) -> DataFrame:
     return merged_df.where(~F.col("_live") & F.col(DELETED_AT).isNotNull()).select(KEY, DELETED_AT)
 
 
-def _batch(changes: DataFrame, cols) -> DataFrame:
-    delete = F.col("op") == "DELETE"
-    sk = F.col("sort_key")
-    img = F.col("_img")
-    sel = [F.hex("_gkey").alias(KEY), F.lit(_BATCH).alias("_kind"), F.when(delete, sk).alias("_del"),
+def batch_entries(rows: DataFrame, plan: TablePlan, ranges: int | None = None) -> DataFrame:
+    """One entry per applicable change of a keyed table (:func:`cdcnorm.state.merge.applicable` rows): its key
+    (`_cdc_key`), DELETE or row `sort_key`, and per column the typed value it carries with its `sort_key`.
+
+    A column is carried when the after image has it and it is not listed in `missing_columns`, or else when the
+    change's key has it (partial images keep their key columns); a DELETE carries none. Values are taken straight
+    from the VARIANT images with one field lookup each (no `map<string, variant>` of whole images); a column
+    name no `variant_get` path can spell goes through the map.
+
+    `ranges`: the rows are shuffled by key range into that many partitions before anything is extracted: the
+    range partitioner samples its input by computing it, so the sample costs a scan, not the extraction too."""
+    op, sk = F.col("op"), F.col("sort_key")
+    delete = op == "DELETE"
+    gkey = group_key(plan)
+    missing = F.coalesce(F.col("missing_columns"), F.array().cast("array<string>"))
+    after, key = F.col("after"), F.col("key")
+    rows = rows.where(gkey.isNotNull()).withColumn(KEY, F.hex(gkey))
+    if ranges:
+        rows = rows.repartitionByRange(ranges, KEY)
+    sel = [F.col(KEY), F.lit(_BATCH).alias("_kind"), F.when(delete, sk).alias("_del"),
            F.when(~delete, sk).alias("_row_sk")]
-    for i, c in enumerate(cols):
-        sel += [F.when(delete, F.lit(None)).otherwise(extract(img, c.name, c.type, c.canonical_type, c.naive_utc))
-                .cast(spark_type(c.type)).alias(c.name),
-                F.when(~delete & F.map_contains_key(img, F.lit(c.name)), sk).alias(_sk(i))]
-    return changes.select(*sel)
+    for i, c in enumerate(plan.columns):
+        path = variant_path(c.name)
+        if path is None:
+            a_field = F.try_element_at(F.try_variant_get(after, "$", "map<string,variant>"), F.lit(c.name))
+            k_field = F.try_element_at(F.try_variant_get(key, "$", "map<string,variant>"), F.lit(c.name))
+            a_val = extract_value(a_field, c.type, c.canonical_type, c.naive_utc)
+            k_val = extract_value(k_field, c.type, c.canonical_type, c.naive_utc)
+        else:
+            a_field, k_field = F.try_variant_get(after, path, "variant"), F.try_variant_get(key, path, "variant")
+            a_val = extract_field(after, path, c.type, c.canonical_type, c.naive_utc)
+            k_val = extract_field(key, path, c.type, c.canonical_type, c.naive_utc)
+        # a typed value proves the field is there (one lookup); a null one may be a JSON null or a cast failure
+        in_after = (a_val.isNotNull() | a_field.isNotNull()) & ~delete & ~F.array_contains(missing, c.name)
+        in_key = ~delete & k_field.isNotNull()
+        value = F.when(in_after, a_val).when(in_key, k_val)
+        sel += [value.cast(spark_type(c.type)).alias(c.name), F.when(in_after | in_key, sk).alias(_sk(i))]
+    return rows.select(*sel)
 
 
 def _column_sk(name: str) -> Column:

@@ -10,23 +10,21 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from cdcnorm.state.plan import ROW_OPS, TablePlan
+from cdcnorm.state.plan import ROW_OPS, TablePlan, of_table
 
 _IMAGE = "map<string,variant>"
 
 
-def applicable(changes: DataFrame, plans: list[TablePlan]) -> DataFrame:
-    """The changes that can change a row: data ops (no orphan UPDATE without an after image), after the table's
-    last TRUNCATE, with each table's key mode and key columns joined from a broadcast of the plans."""
-    spark = changes.sparkSession
-    params = spark.createDataFrame(
-        [(p.hid, p.truncated_at, p.key_mode, p.key_columns) for p in plans],
-        "_tid string, _trunc binary, _mode string, _pks array<string>",
-    )
+def applicable(changes: DataFrame, plan: TablePlan) -> DataFrame:
+    """One table's changes that can change a row: data ops (no orphan UPDATE without an after image), after the
+    table's last TRUNCATE, with the plan's table hash, key mode and key columns as constant columns."""
     op = F.col("op")
-    return (changes.where(op.isin(*ROW_OPS) & ~((op == "UPDATE") & F.col("after").isNull()))
-            .join(F.broadcast(params), "_tid")
-            .where(F.col("_trunc").isNull() | (F.col("sort_key") > F.col("_trunc"))))
+    trunc = F.lit(plan.truncated_at).cast("binary")
+    rows = changes.where(of_table(plan.tid) & op.isin(*ROW_OPS) & ~((op == "UPDATE") & F.col("after").isNull()))
+    if plan.truncated_at is not None:
+        rows = rows.where(F.col("sort_key") > trunc)
+    return rows.withColumns({"_tid": F.lit(plan.hid), "_trunc": trunc, "_mode": F.lit(plan.key_mode),
+                             "_pks": F.array(*[F.lit(k) for k in plan.key_columns]).cast("array<string>")})
 
 
 def keyless_state(rows: DataFrame) -> DataFrame:
@@ -36,6 +34,22 @@ def keyless_state(rows: DataFrame) -> DataFrame:
 
 def _as_image(col: Column) -> Column:
     return F.try_variant_get(col, "$", _IMAGE)
+
+
+def group_key(plan: TablePlan) -> Column:
+    """The binary group key of one keyed table's :func:`applicable` rows (null: the row has no key).
+
+    `event` keys are the adapters' `key_bytes`; `derived` keys are the JSON of the key columns' values, from the
+    change's key, else its after image (its before image for a DELETE), exactly as :func:`keyed_entries`."""
+    if plan.key_mode == "event":
+        return F.col("key_bytes")
+    op, keymap = F.col("op"), _as_image(F.col("key"))
+    after, before = _as_image(F.col("after")), _as_image(F.col("before"))
+    source = F.when(op == "DELETE", before).otherwise(F.coalesce(after, before))
+    kv = F.array(*[F.coalesce(F.try_element_at(keymap, F.lit(c)), F.try_element_at(source, F.lit(c)))
+                   for c in plan.key_columns]) if plan.key_columns else F.array().cast("array<variant>")
+    keyable = F.exists(kv, lambda v: v.isNotNull() & ~F.is_variant_null(v))
+    return F.when(keyable, F.to_json(kv).cast("binary"))
 
 
 def keyed_entries(rows: DataFrame) -> DataFrame:

@@ -34,6 +34,7 @@ from cdcnorm.state.plan import (
     latest_schemas,
     matches,
     name_filter,
+    of_table,
     plan_tables,
     table_hash,
     table_stats,
@@ -45,12 +46,14 @@ from cdcnorm.state.target import (
     TOMBSTONE_SCHEMA,
     applied_version,
     commit,
+    covering,
     file_ranges,
     read_bookmark,
     target,
     touched_files,
     user_columns,
     write_sorted,
+    written_rows,
 )
 from cdcnorm.state.types import OutputColumn
 from cdcnorm.state.write import output_schema, typed_keyless
@@ -90,8 +93,14 @@ def prepared(changes: DataFrame) -> DataFrame:
     same event twice to a keyed table changes nothing (same `sort_key`, same values, the merge keeps one), so
     the whole-lake shuffle a `dropDuplicates` costs is spent only where a copy would count: keyless tables and
     history (:func:`once`)."""
-    df = without_superseded(changes) if "supersedes" in changes.columns else changes
+    df = without_superseded(changes) if "supersedes" in changes.columns and _supersedes_any(changes) else changes
     return df.withColumn("_tid", table_hash())
+
+
+def _supersedes_any(changes: DataFrame) -> bool:
+    """Whether any change names another in `supersedes` (rare: a late pair of an orphan half). One small job
+    that reads only that column, instead of joining every change against an empty set on every pass."""
+    return bool(changes.where(F.col("supersedes").isNotNull()).select("supersedes").limit(1).count())
 
 
 def without_superseded(changes: DataFrame) -> DataFrame:
@@ -109,10 +118,10 @@ def once(rows: DataFrame) -> DataFrame:
 
 def table_state(changes: DataFrame, plan: TablePlan) -> DataFrame:
     """One table's current state from all of its (prepared) changes, user columns only (compute, no write)."""
-    rows = applicable(changes, [plan])
+    rows = applicable(changes, plan)
     if plan.key_mode == "keyless":
         return typed_keyless(keyless_state(once(rows)), plan)
-    return keyed.live_rows(keyed.merged(plan, keyed_entries(rows), None, None)).drop(*[f.name for f in META_FIELDS])
+    return keyed.live_rows(keyed.merged(plan, keyed.batch_entries(rows, plan), None, None)).drop(*[f.name for f in META_FIELDS])
 
 
 def target_schema(plan: TablePlan):
@@ -232,7 +241,7 @@ def _incremental(lk: Lake, cut: Cut, files: list[str], tids: list[TableId], book
             rebuild[tid] = (why, hid)
             continue
         plans[tid] = plan
-        _apply_batch(lk, cut, plan, bm, batch.where(F.col("_tid") == hid) if new else None, new)
+        _apply_batch(lk, cut, plan, bm, batch if new else None, new)
     if batch is not None:
         batch.unpersist()
 
@@ -253,31 +262,57 @@ def _apply_batch(lk: Lake, cut: Cut, plan: TablePlan, bm: dict[str, Any], change
         if not done_tomb:
             commit(tomb, [], [], cut.changes, None)
         return
-    entries = keyed_entries(applicable(changes, [plan]))
-    entries = entries.select("_gkey", "op", "sort_key", "_img", F.hex("_gkey").alias(KEY)).persist(StorageLevel.MEMORY_AND_DISK)
+    entries = keyed.batch_entries(applicable(changes, plan), plan)
     everything = plan.truncated_at != bm["stats"].get("truncated_at")  # a new truncate touches every row
     ranges, tranges = file_ranges(cur), file_ranges(tomb)
-    touched = ranges if everything else touched_files(lk.spark, ranges, entries)
-    ttouched = tranges if everything else touched_files(lk.spark, tranges, entries)
+    span = _key_span(plan, new)
+    touched = ranges if everything else covering(ranges, span)
+    ttouched = tranges if everything else covering(tranges, span)
+    if touched is None or ttouched is None:  # keys spread over the table: the exact files, by a range join
+        entries = entries.persist(StorageLevel.MEMORY_AND_DISK)
+        touched = touched_files(lk.spark, ranges, entries) if touched is None else touched
+        ttouched = touched_files(lk.spark, tranges, entries) if ttouched is None else ttouched
     state = read_files(lk.spark, cur, [f"{cur.uri}/{f['path']}" for f in touched]) if touched else None
     tombs = read_files(lk.spark, tomb, [f"{tomb.uri}/{f['path']}" for f in ttouched]) if ttouched else None
-    m = keyed.merged(plan, entries.drop(KEY), state, tombs).persist(StorageLevel.MEMORY_AND_DISK)
-    live, dead = _counts(m)
+    estimate = sum(f["rows"] for f in touched) + sum(f["rows"] for f in ttouched) + int(new.get("row_changes") or 0)
+    m = keyed.merged(plan, entries, state, tombs, 1 if estimate <= 4 * FILE_ROWS else _parts(estimate))
+    # without a DELETE in the batch or a touched tombstone no key can be deleted: write straight from the merge
+    dead_possible = bool(tombs is not None or new.get("deletes", 1))
+    live = dead = None
+    if dead_possible:
+        m = m.persist(StorageLevel.MEMORY_AND_DISK)
+        live, dead = _counts(m)
     kept = sum(f["rows"] for f in ranges) - sum(f["rows"] for f in touched)
-    plan.rows = kept + live
     prefix = f"apply-v{cut.changes}-{secrets.token_hex(4)}"
+    adds = write_sorted(keyed.live_rows(m), cur, prefix, estimate, presorted=True) if live != 0 else []
+    plan.rows = kept + written_rows(adds)
     if not done_cur:
-        adds = write_sorted(keyed.live_rows(m), cur, prefix, live) if live else []
         commit(cur, adds, touched, cut.changes, _bookmark(cut, plan))
         plan.applied["files_rewritten"] += len(touched)
         plan.applied["files_written"] += len(adds)
     if not done_tomb:
-        adds = write_sorted(keyed.tombstone_rows(m), tomb, prefix, dead) if dead else []
-        commit(tomb, adds, ttouched, cut.changes, None)
+        tadds = write_sorted(keyed.tombstone_rows(m), tomb, prefix, dead) if dead else []
+        commit(tomb, tadds, ttouched, cut.changes, None)
         plan.applied["files_rewritten"] += len(ttouched)
-        plan.applied["files_written"] += len(adds)
+        plan.applied["files_written"] += len(tadds)
     m.unpersist()
     entries.unpersist()
+
+
+def _parts(rows: int) -> int:
+    """Range partitions for about `rows` rows: one file each. An incremental batch of up to four files' worth is
+    merged in one partition instead (files are still cut at FILE_ROWS): a range shuffle into several would
+    first sample its input by computing it, which costs more than writing a few files in one task."""
+    return max(1, -(-rows // FILE_ROWS))
+
+
+def _key_span(plan: TablePlan, new: dict[str, Any]) -> tuple[str, str] | None:
+    """The batch's lowest and highest `_cdc_key` from its aggregate (event keys only: `_cdc_key` is the hex of
+    `key_bytes`), or None when not known."""
+    lo, hi = new.get("min_key"), new.get("max_key")
+    if plan.key_mode != "event" or lo is None or hi is None:
+        return None
+    return bytes(lo).hex().upper(), bytes(hi).hex().upper()
 
 
 def _counts(m: DataFrame) -> tuple[int, int]:
@@ -311,7 +346,7 @@ def _rebuild(lk: Lake, cut: Cut, selected, latest, bookmarks, rebuild: dict[Tabl
             continue
         apply_hints([plan], hints, require_all=False)
         plans[plan.tid] = plan
-        _rebuild_table(lk, cut, plan, changes.where(F.col("_tid") == plan.hid),
+        _rebuild_table(lk, cut, plan, changes,
                        rebuild.get(plan.tid, ("--full" if bookmarks else "first apply", None))[0])
     changes.unpersist()
 
@@ -320,18 +355,21 @@ def _rebuild_table(lk: Lake, cut: Cut, plan: TablePlan, changes: DataFrame, why:
     cur, tomb = _current(lk, plan), _tombs(lk, plan)
     prefix = f"apply-v{cut.changes}-{secrets.token_hex(4)}"
     old = len(file_ranges(cur)) + len(file_ranges(tomb))
-    rows = applicable(changes, [plan])
+    rows = applicable(changes, plan)
     if plan.key_mode == "keyless":
         state = typed_keyless(keyless_state(once(rows)), plan, with_meta=True).persist(StorageLevel.MEMORY_AND_DISK)
         live, dead, m = state.count(), 0, state
         live_df = state
     else:
-        parts = max(1, -(-int(plan.stats.get("row_changes") or 0) // FILE_ROWS))
-        m = keyed.merged(plan, keyed_entries(rows), None, None, parts).persist(StorageLevel.MEMORY_AND_DISK)
-        live, dead = _counts(m)
+        parts = _parts(int(plan.stats.get("row_changes") or 0))
+        m = keyed.merged(plan, keyed.batch_entries(rows, plan, parts), None, None, parts, entries_ranged=True)
+        live, dead = None, 0
+        if plan.stats.get("deletes", 1):  # deleted keys: the merge feeds two tables, keep it once
+            m = m.persist(StorageLevel.MEMORY_AND_DISK)
+            live, dead = _counts(m)
         live_df = keyed.live_rows(m)
-    plan.rows = live
-    adds = write_sorted(live_df, cur, prefix, live, presorted=plan.key_mode != "keyless") if live else []
+    adds = write_sorted(live_df, cur, prefix, live or 0, presorted=plan.key_mode != "keyless") if live != 0 else []
+    plan.rows = written_rows(adds)
     commit(cur, adds, [], cut.changes, _bookmark(cut, plan), overwrite=True)
     tadds = write_sorted(keyed.tombstone_rows(m), tomb, prefix, dead) if dead else []
     commit(tomb, tadds, [], cut.changes, None, overwrite=True)
@@ -376,11 +414,12 @@ def table_history(changes: DataFrame, plan: TablePlan, track: list[str] | None) 
 
     from cdcnorm.state.history import keyed_history, keyless_history
 
-    rows = once(applicable(changes, [replace(plan, truncated_at=None)]))
+    rows = once(applicable(changes, replace(plan, truncated_at=None)))
     if plan.key_mode == "keyless":
         return keyless_history(plan, rows)
     truncs = [(bytes(r["sort_key"]), r["source_ts"], r["event_id"]) for r in  # metadata: one row per TRUNCATE
-              changes.where(F.col("op") == "TRUNCATE").select("sort_key", "source_ts", "event_id").collect()]
+              changes.where(of_table(plan.tid) & (F.col("op") == "TRUNCATE"))
+              .select("sort_key", "source_ts", "event_id").collect()]
     names = {c.name for c in plan.columns}
     tracked = [c for c in track if c in names] if track else None
     return keyed_history(plan, keyed_entries(rows), sorted(truncs, key=lambda t: t[0]), tracked or None)
@@ -395,7 +434,7 @@ def write_history(lk: Lake, cut: Cut, plans: list[TablePlan], track: list[str] |
     changes = prepared(lk.changes()).where(F.col("_tid").isin(*[p.hid for p in plans]))
     changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
     for plan in plans:
-        h = table_history(changes.where(F.col("_tid") == plan.hid), plan, track).persist(StorageLevel.MEMORY_AND_DISK)
+        h = table_history(changes, plan, track).persist(StorageLevel.MEMORY_AND_DISK)
         n = h.count()
         ref = target(lk.spark, lk.path, plan.tid, history_schema(plan), HISTORY, lk.storage_options)
         adds = write_sorted(h, ref, f"apply-v{cut.changes}-{secrets.token_hex(4)}", n) if n else []

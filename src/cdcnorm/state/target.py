@@ -15,6 +15,7 @@ crashed apply that already committed is never applied twice (docs/apply.md).
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from typing import Any
@@ -107,6 +108,25 @@ def touched_files(spark: SparkSession, ranges: list[dict[str, Any]], keys: DataF
         F.broadcast(b), (F.col("_lo").isNull() | (k >= F.col("_lo"))) & (F.col("_hi").isNull() | (k < F.col("_hi"))))
     paths = {r["_path"] for r in hit.select("_path").distinct().collect()}
     return [f for f in ranges if f["path"] in paths]
+
+
+def covering(ranges: list[dict[str, Any]], span: tuple[str, str] | None) -> list[dict[str, Any]] | None:
+    """The files a batch touches, from its lowest and highest `_cdc_key` alone (driver only, no Spark job), when
+    that is exact: both ends fall in the same file or in two neighbours (the common CDC shape, recent keys in
+    the last file). None when the span covers more files (some in between may hold no batch key: the caller
+    joins, :func:`touched_files`) or is unknown."""
+    if not ranges:
+        return []
+    lows = [f["low"] for f in ranges]
+    if span is None or any(lo is None for lo in lows[1:]):
+        return None
+    first, last = (bisect.bisect_right(lows, k, lo=1) - 1 for k in span)
+    return ranges[first:last + 1] if last - first <= 1 else None
+
+
+def written_rows(adds: list[AddAction]) -> int:
+    """Rows of written files, from their statistics (no count over the data)."""
+    return sum(int(orjson.loads(a.stats)["numRecords"]) for a in adds)
 
 
 # -- writing and committing -------------------------------------------------------------------------------------

@@ -82,7 +82,32 @@ def extract(values: Column, name: str, type_name: str, canonical: str | None = N
     A decimal wider than 38 digits (`canonical`) is a string column; see :func:`_wide_decimal_text`.
     `naive_utc`: the column's values are date-time text whose vendor says a time without a zone is UTC.
     """
-    value = F.try_element_at(values, F.lit(name))
+    return extract_value(F.try_element_at(values, F.lit(name)), type_name, canonical, naive_utc)
+
+
+def variant_path(name: str) -> str | None:
+    """The `variant_get` path of top-level field `name` (`$['name']`, or `$["name"]` when the name holds a
+    quote); None for a name holding both quotes, which no path can spell (the caller goes through a map)."""
+    if "'" not in name:
+        return f"$['{name}']"
+    if '"' not in name:
+        return f'$["{name}"]'
+    return None
+
+
+def extract_field(image: Column, path: str, type_name: str, canonical: str | None = None,
+                  naive_utc: bool = False) -> Column:
+    """:func:`extract` straight from a VARIANT object at `path` (:func:`variant_path`): one field lookup, no
+    `map<string, variant>` of the whole image (which costs an allocation per field of every row)."""
+    special = type_name == "variant" or (naive_utc and type_name == "timestamp") or (
+        type_name == "string" and wide_decimal_scale(canonical) is not None)
+    if special:
+        return extract_value(F.try_variant_get(image, path, "variant"), type_name, canonical, naive_utc)
+    return F.try_variant_get(image, path, type_name)
+
+
+def extract_value(value: Column, type_name: str, canonical: str | None = None, naive_utc: bool = False) -> Column:
+    """:func:`extract` of one VARIANT value (a field already taken out of its image)."""
     if type_name == "variant":
         return value
     if naive_utc and type_name == "timestamp":
