@@ -116,7 +116,12 @@ def late_files(files: list[str], seed: int, vf: str) -> list[str]:
     """late_files: the files (about LATE_RATE of them) a stepwise consumer receives one step after the files
     written around them; the choice never draws from the history's or a lane's random stream."""
     rng = lane_rng(seed, vf, "late_files")
-    return [f for f in sorted(files) if rng.random() < LATE_RATE]
+    ordered = sorted(files)
+    chosen = [f for f in ordered if rng.random() < LATE_RATE]
+    if not chosen and len(ordered) > 1:
+        # a format with few files may draw none: the quirk still delays one, early enough for a later step
+        chosen = [ordered[rng.randrange(max(1, len(ordered) * 2 // 3))]]
+    return chosen
 
 
 class DeliveryLog:
