@@ -251,26 +251,36 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--changes", type=int, default=1_000_000, help="source changes per vendor format")
+def workload_args(p: argparse.ArgumentParser, changes: int, files: int, work_help: str) -> None:
+    """The simulated workload's options, shared by the benchmarks that read bench.py's cached data."""
+    p.add_argument("--changes", type=int, default=changes, help="source changes per vendor format")
     p.add_argument("--formats", default=",".join(FORMATS), help="comma list of vendor formats")
-    p.add_argument("--work", default=".bench", help="cache of generated data, scratch lakes and results")
+    p.add_argument("--work", default=".bench", help=work_help)
     p.add_argument("--tables", type=int, default=3)
     p.add_argument("--rows", type=int, default=1000, help="initial rows per table (the backfill)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--files", type=int, default=10, help="about how many input files per format")
+    p.add_argument("--files", type=int, default=files, help="about how many input files per format")
+
+
+def parse_workload(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse, refusing unknown formats (the options of :func:`workload_args`)."""
+    args = p.parse_args(argv)
+    unknown = [f for f in args.formats.split(",") if f not in FORMATS]
+    if unknown:
+        p.error(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
+    return args
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    workload_args(p, 1_000_000, 10, "cache of generated data, scratch lakes and results")
     p.add_argument("--master", default="local[*]")
     p.add_argument("--driver-memory", default="4g")
     p.add_argument("--skip-apply", action="store_true")
     p.add_argument("--skip-baselines", action="store_true", help="no hand-written/fastavro/DuckDB runs")
     p.add_argument("--keep", action="store_true", help="keep the scratch lakes under WORK/scratch")
     p.add_argument("--memory-mb", type=int, default=300, help="file size of the reader memory check (0: skip)")
-    args = p.parse_args(argv)
-    unknown = [f for f in args.formats.split(",") if f not in FORMATS]
-    if unknown:
-        p.error(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
-    return args
+    return parse_workload(p, argv)
 
 
 def main(argv: list[str] | None = None) -> int:

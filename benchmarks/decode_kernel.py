@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import BINARY, FORMATS, options_for, workload  # noqa: E402
+from bench import BINARY, options_for, parse_workload, workload, workload_args  # noqa: E402
 
 REFERENCE = "datastream-json"
 
@@ -119,20 +119,10 @@ def table(results: list[dict[str, Any]]) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--changes", type=int, default=30_000, help="source changes per vendor format")
-    p.add_argument("--formats", default=",".join(FORMATS), help="comma list of vendor formats")
-    p.add_argument("--work", default=".bench", help="cache of generated data (shared with bench.py)")
-    p.add_argument("--tables", type=int, default=3)
-    p.add_argument("--rows", type=int, default=1000, help="initial rows per table (the backfill)")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--files", type=int, default=4, help="about how many input files per format")
+    workload_args(p, 30_000, 4, "cache of generated data (shared with bench.py)")
     p.add_argument("--repeat", type=int, default=3, help="runs per measure; the best counts")
     p.add_argument("--json", help="also write the figures to this file")
-    args = p.parse_args(argv)
-    unknown = [f for f in args.formats.split(",") if f not in FORMATS]
-    if unknown:
-        p.error(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
-    return args
+    return parse_workload(p, argv)
 
 
 def main(argv: list[str] | None = None) -> int:
