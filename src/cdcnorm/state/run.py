@@ -15,7 +15,6 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from cdcnorm.canonical.inferred import widen_over_tables
 from cdcnorm.canonical.schema import COLUMN_NAMES
 from cdcnorm.delta.read import read_files, read_table
 from cdcnorm.errors import UsageError
@@ -31,7 +30,6 @@ from cdcnorm.state.paths import CURRENT, TOMBSTONES, TableId
 from cdcnorm.state.plan import (
     IDENT,
     TablePlan,
-    latest_schemas,
     matches,
     name_filter,
     of_table,
@@ -39,6 +37,7 @@ from cdcnorm.state.plan import (
     table_hash,
     table_stats,
 )
+from cdcnorm.state.schema_cache import folded_schemas
 from cdcnorm.state.target import (
     FILE_ROWS,
     KEY,
@@ -141,10 +140,7 @@ def apply_lake(lk: Lake, tables: list[str] | None, full: bool = False, history: 
     cut.pending = [f["path"] for f in lk.table("changes").live(cut.changes)
                    if run_of(f["path"]) is not None and run_of(f["path"]) not in cut.committed] if cut.changes >= 0 else []
     selected = name_filter(tables)
-    schemas = widen_over_tables(lk.schemas())  # inferred types hold the values of every version (canonical.inferred)
-    if selected is not None:
-        schemas = schemas.where(selected)
-    latest = latest_schemas(schemas)
+    latest = folded_schemas(lk, cut.schemas, cut.committed, tables)  # widened over every version (canonical.inferred)
     bookmarks = _bookmarks(lk, tables)
     if hints and not tables:  # refuse a hint naming no table before anything is written
         check_hints_used(hints, [*bookmarks, *(TableId(*(sv[c] for c in IDENT)) for sv in latest.values())],
