@@ -194,6 +194,24 @@ def test_insert_update_delete(spark, applied):
     assert e["last_position"] == "5"
 
 
+def test_split_table_stats_equal_the_one_aggregate_definition(spark, applied):
+    """table_stats reads the images of UPDATE rows only (and in full only where needed): the same figures as the
+    one aggregate over every image, whether the tables have schema versions or not."""
+    from cdcnorm.lake import Lake
+    from cdcnorm.state.plan import _finish, _full_stats, table_stats
+    from cdcnorm.state.run import prepared
+
+    changes = prepared(Lake(spark, applied["lake"]).changes())
+    hids = {r["_tid"] for r in changes.select("_tid").distinct().collect()}
+    for with_schema in (set(), hids):
+        got, want = table_stats(changes, with_schema), _full_stats(changes, with_schema)
+        assert got.keys() == want.keys()
+        for t, d in want.items():
+            _finish(d)
+            assert got[t] == d, d["table"]
+    assert any(d["unkeyed"] for d in want.values()) and any(d["orphan_updates_ignored"] for d in want.values())
+
+
 def test_sort_key_decides_not_file_order(spark, applied):
     assert _rows(spark, applied, tid("ooo")) == [(1, 10), (3, 7)]
 
@@ -303,7 +321,7 @@ def test_filtered_write_keeps_index(spark, applied):
     assert list(res) == [tid("keyless")]
     assert len(read_index(spark, applied["lake"])) == 18
     names = sorted(p.name for p in (Path(applied["lake"]) / "current").iterdir() if not p.name.startswith("."))
-    assert names == ["_tables.json", "_tombstones", "tv"]  # no staging left behind
+    assert names == ["_schemas.json", "_tables.json", "_tombstones", "tv"]  # no staging left behind
 
 
 def test_path_component():

@@ -86,40 +86,98 @@ def latest_schemas(schemas: DataFrame) -> dict[str, dict[str, Any]]:
 
 
 def table_stats(changes: DataFrame, with_schema: set[str]) -> dict[str, dict[str, Any]]:
-    """One aggregate over the changes: truncate positions, key coverage, counts, and inferred columns."""
+    """Per table: truncate positions, key coverage, counts, and inferred columns (one row per table collected).
+
+    Why in up to three aggregates: the VARIANT images are the bulk of a change, and only UPDATEs (an orphan
+    UPDATE has no after image) and a few tables need them. A first aggregate reads no image; a second reads the
+    images of UPDATE rows only (Parquet skips row groups without one: a snapshot or insert load costs nothing
+    there); tables whose figures need every image (no schema version: columns inferred from the images; rows
+    without `key_bytes`: keys derived from the images) are aggregated again in full (:func:`_full_stats`). The
+    figures are those of :func:`_full_stats` for every table (tests/test_apply.py checks it)."""
+    op, kb = F.col("op"), F.col("key_bytes")
+    row = op.isin(*ROW_OPS) & (op != "UPDATE")  # applied without looking at an image
+    head = changes.groupBy("_tid", *IDENT).agg(*_plain_aggs(), *[
+        F.count_if(row).alias("_rows"),
+        F.min(F.when(row, kb)).alias("_min"), F.max(F.when(row, kb)).alias("_max"),
+        F.count_if(row & kb.isNull()).alias("_unkeyed"),
+        F.count_if(op == "UPDATE").alias("_updates")]).collect()
+    out = {r["_tid"]: r.asDict(recursive=True) for r in head}
+    upd = [t for t, d in out.items() if d["_updates"]]
+    if upd:
+        after = F.col("after")
+        ok = after.isNotNull()
+        tail = (changes.where(op == "UPDATE").groupBy("_tid").agg(
+            F.count_if(ok).alias("_rows"), F.min(F.when(ok, kb)).alias("_min"), F.max(F.when(ok, kb)).alias("_max"),
+            F.count_if(ok & kb.isNull()).alias("_unkeyed"), F.count_if(~ok).alias("orphan_updates_ignored"),
+            F.count_if(F.col("before").isNull() & ok).alias("updates_without_before")).collect())
+        for r in tail:
+            d = out[r["_tid"]]
+            d["_rows"] += r["_rows"]
+            d["_unkeyed"] += r["_unkeyed"]
+            d["_min"] = min((x for x in (d["_min"], r["_min"]) if x is not None), default=None)
+            d["_max"] = max((x for x in (d["_max"], r["_max"]) if x is not None), default=None)
+            d["orphan_updates_ignored"], d["updates_without_before"] = r["orphan_updates_ignored"], r["updates_without_before"]
+    full = []
+    for t, d in out.items():
+        d.setdefault("orphan_updates_ignored", 0)
+        d.setdefault("updates_without_before", 0)
+        d["row_changes"], d["unkeyed"] = d.pop("_rows"), d.pop("_unkeyed")
+        d["min_key"], d["max_key"] = d.pop("_min"), d.pop("_max")
+        d["unkeyable"], d["inferred"] = 0, "VOID"  # schema_of_variant_agg of no image
+        del d["_updates"]
+        if d["unkeyed"] or (t not in with_schema and d["row_changes"] - d["deletes"] > 0):
+            full.append(t)
+    if full:
+        out.update(_full_stats(changes.where(F.col("_tid").isin(*full)), with_schema))
+    for d in out.values():
+        _finish(d)
+    return out
+
+
+def _plain_aggs() -> list[Column]:
+    """The aggregates of a table's changes that read no image."""
     op, sk = F.col("op"), F.col("sort_key")
+    data = op.isin(*APPLIED_OPS)
+    return [
+        F.max(F.when(op == "TRUNCATE", sk)).alias("truncated_at"),
+        F.count_if(op == "TRUNCATE").alias("truncates"),
+        F.count_if(op == "DELETE").alias("deletes"),
+        F.max_by("primary_keys", F.when(F.col("primary_keys").isNotNull(), sk)).alias("event_keys"),
+        F.max(F.when(data, sk)).alias("last_sort_key"),
+        F.max_by("position", F.when(data, sk)).alias("last_position"),
+        F.max_by("source_ts", F.when(data, sk)).alias("last_source_ts"),
+        *[F.count_if(op == o).alias(f"ignored_{o}") for o in IGNORED_OPS],
+    ]
+
+
+def _full_stats(changes: DataFrame, with_schema: set[str]) -> dict[str, dict[str, Any]]:
+    """One aggregate over every change and its images (the definition of each figure)."""
+    op = F.col("op")
     orphan = (op == "UPDATE") & F.col("after").isNull()
     applied = op.isin(*ROW_OPS) & ~orphan
-    data = op.isin(*APPLIED_OPS)
     image = F.when(op == "DELETE", F.col("before")).otherwise(F.col("after"))
     no_schema = ~F.col("_tid").isin(*sorted(with_schema)) if with_schema else F.lit(True)
     aggs = [
-        F.max(F.when(op == "TRUNCATE", sk)).alias("truncated_at"),
-        F.count_if(op == "TRUNCATE").alias("truncates"),
+        *_plain_aggs(),
         F.count_if(applied).alias("row_changes"),
-        F.count_if(op == "DELETE").alias("deletes"),
         F.min(F.when(applied, F.col("key_bytes"))).alias("min_key"),
         F.max(F.when(applied, F.col("key_bytes"))).alias("max_key"),
         F.count_if(orphan).alias("orphan_updates_ignored"),
         F.count_if(applied & F.col("key_bytes").isNull()).alias("unkeyed"),
         F.count_if(applied & F.col("key_bytes").isNull() & F.col("key").isNull() & image.isNull()).alias("unkeyable"),
         F.count_if((op == "UPDATE") & F.col("before").isNull() & F.col("after").isNotNull()).alias("updates_without_before"),
-        F.max_by("primary_keys", F.when(F.col("primary_keys").isNotNull(), sk)).alias("event_keys"),
-        F.max(F.when(data, sk)).alias("last_sort_key"),
-        F.max_by("position", F.when(data, sk)).alias("last_position"),
-        F.max_by("source_ts", F.when(data, sk)).alias("last_source_ts"),
         F.schema_of_variant_agg(F.when(no_schema & applied & (op != "DELETE"), F.col("after"))).alias("inferred"),
-        *[F.count_if(op == o).alias(f"ignored_{o}") for o in IGNORED_OPS],
     ]
-    rows = changes.groupBy("_tid", *IDENT).agg(*aggs).collect()
-    out = {}
-    for r in rows:
-        d = r.asDict(recursive=True)
-        for k in ("truncated_at", "last_sort_key", "min_key", "max_key"):
-            d[k] = bytes(d[k]) if d[k] is not None else None
+    return {r["_tid"]: r.asDict(recursive=True) for r in changes.groupBy("_tid", *IDENT).agg(*aggs).collect()}
+
+
+def _finish(d: dict[str, Any]) -> None:
+    for k in ("truncated_at", "last_sort_key", "min_key", "max_key"):
+        d[k] = bytes(d[k]) if d[k] is not None else None
+    if "ignored_ops" not in d:
         d["ignored_ops"] = {o: d.pop(f"ignored_{o}") for o in IGNORED_OPS if d[f"ignored_{o}"]}
-        out[d["_tid"]] = d
-    return out
+        for o in IGNORED_OPS:
+            d.pop(f"ignored_{o}", None)
 
 
 def _schema_columns(schema: dict[str, Any]) -> list[OutputColumn]:
