@@ -9,6 +9,8 @@ with no previous state is the full apply, so both paths give the same table by c
 
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -50,14 +52,15 @@ def merged(plan: TablePlan, entries: DataFrame, state: DataFrame | None, tombsto
         union = union.unionByName(p)
     if ranges and not (entries_ranged and len(parts) == 1):
         union = union.repartitionByRange(ranges, KEY)
-    aggs = []
-    for i, c in enumerate(cols):
-        s = F.col(_sk(i))
-        # batch entries alone (a rebuild) have one kind: order by the binary sort key, cheaper than a struct
-        order = s if len(parts) == 1 else F.when(s.isNotNull(), F.struct(s, F.col("_kind")))
-        aggs += [F.max_by(_q(c.name), order).alias(c.name), F.max(s).alias(_sk(i))]
-    aggs += [F.max("_row_sk").alias("_R"), F.max("_del").alias("_D")]
-    out = union.groupBy(KEY).agg(*aggs)
+    if len(parts) == 1:
+        out = _aggregate_entries(union, cols)
+    else:
+        aggs = []
+        for i, c in enumerate(cols):
+            order = F.when(F.col(_sk(i)).isNotNull(), F.struct(F.col(_sk(i)), F.col("_kind")))
+            aggs += [F.max_by(_q(c.name), order).alias(c.name), F.max(_sk(i)).alias(_sk(i))]
+        aggs += [F.max("_row_sk").alias("_R"), F.max("_del").alias("_D")]
+        out = union.groupBy(KEY).agg(*aggs)
     trunc = F.lit(plan.truncated_at).cast("binary")
     reset = F.greatest(F.col("_D"), trunc)
     after = lambda c: F.when(reset.isNull() | (c > reset), c)  # noqa: E731
@@ -67,14 +70,42 @@ def merged(plan: TablePlan, entries: DataFrame, state: DataFrame | None, tombsto
     row_sk = F.col(SORT_KEY)
     if cols:
         sks = F.map_from_arrays(F.array(*[F.lit(c.name) for c in cols]), F.array(*[F.col(_sk(i)) for i in range(len(cols))]))
-        differing = F.map_filter(sks, lambda _k, v: v.isNull() | (v != row_sk))
-        col_sks = F.when(F.size(differing) > 0, differing)
+        differs = [F.col(_sk(i)).isNull() | (F.col(_sk(i)) != row_sk) for i in range(len(cols))]
+        # most rows have every column from their last change: test that without building a map
+        col_sks = F.when(functools.reduce(lambda a, b: a | b, differs),
+                         F.map_filter(sks, lambda _k, v: v.isNull() | (v != row_sk)))
     else:
         col_sks = F.lit(None).cast("map<string,binary>")
     deleted = F.when(trunc.isNull() | (F.col("_D") > trunc), F.col("_D"))
     out = out.select(*[_q(c.name) for c in cols], KEY, SORT_KEY, deleted.alias(DELETED_AT),
                      col_sks.alias(COLUMN_SORT_KEYS), row_sk.isNotNull().alias("_live"))
     return out.sortWithinPartitions(KEY) if ranges else out
+
+
+def _aggregate_entries(entries: DataFrame, cols) -> DataFrame:
+    """Per key, each column's latest value and `sort_key` among :func:`batch_entries` alone (a rebuild).
+
+    Why not one `max_by` per column: most changes carry every column (full images), and for them the latest
+    such change gives every column at once. So the changes that carry every column are aggregated as whole rows
+    (one `max_by` of a struct), and per column only the others (partial images, uncaptured columns): for a
+    table of full images those per-column aggregates see no row. A column's value is then the later of the two
+    candidates, which is the latest change that carried it, as with one `max_by` per column."""
+    row = F.col("_row_sk")
+    full = functools.reduce(lambda a, b: a & b, [F.col(_sk(i)).isNotNull() for i in range(len(cols))], row.isNotNull())
+    entries = entries.withColumn("_cdc_full_image", full)
+    aggs = [F.max_by(F.struct(*[_q(c.name) for c in cols]), F.when(F.col("_cdc_full_image"), row)).alias("_W"),
+            F.max(F.when(F.col("_cdc_full_image"), row)).alias("_WR")] if cols else []
+    for i, c in enumerate(cols):
+        part = F.when(~F.col("_cdc_full_image"), F.col(_sk(i)))
+        aggs += [F.max_by(_q(c.name), part).alias(f"_p{i}"), F.max(part).alias(f"_ps{i}")]
+    aggs += [F.max(row).alias("_R"), F.max("_del").alias("_D")]
+    out = entries.groupBy(KEY).agg(*aggs)
+    sel = []
+    for i, c in enumerate(cols):
+        whole, ps, wr = F.col("_W")[c.name], F.col(f"_ps{i}"), F.col("_WR")
+        take_whole = ps.isNull() | (wr.isNotNull() & (wr >= ps))
+        sel += [F.when(take_whole, whole).otherwise(F.col(f"_p{i}")).alias(c.name), F.greatest(wr, ps).alias(_sk(i))]
+    return out.select(*sel, KEY, "_R", "_D")
 
 
 def live_rows(merged_df: DataFrame) -> DataFrame:
