@@ -21,6 +21,7 @@ from cdcnorm.canonical.schema import schema_versions_schema
 from cdcnorm.errors import UsageError
 from cdcnorm.lake import Lake
 from cdcnorm.state.hints import parse_hints
+from cdcnorm.state.schema_cache import folded_schemas
 from cdcnorm.state.types import widens
 from conftest import CORPUS
 
@@ -258,12 +259,26 @@ def test_a_widening_or_a_hint_rebuilds_an_incremental_table(spark, tmp_path):
         cdcnorm.apply(spark, lake, column_types={"other.id": "int"})
     assert not (tmp_path / "lake" / "current" / "_tables.json").exists()
     assert _types(cdcnorm.apply(spark, lake)) == {"id": "int", "at": "timestamp"}
+    # the folded schema versions are cached under the schema files they came from: reused without a Spark job
+    cache = tmp_path / "lake" / "current" / "_schemas.json"
+    key = json.loads(cache.read_text())["files"]
+    lk = Lake(spark, lake)
+    cut = lk.cut()
+    sc = spark.sparkContext
+    sc.setJobGroup("schema-cache", "schema-cache")
+    try:
+        (sv,) = folded_schemas(lk, cut["schemas"], set(lk.committed_runs()), None).values()
+    finally:
+        sc.setJobGroup("", "")
+    assert not sc.statusTracker().getJobIdsForGroup("schema-cache")
+    assert {c["name"]: c["canonical_type"] for c in sv["columns"]} == {"id": "int", "at": "timestamp"}
     second = [_event(9, {"id": 5_000_000_000, "at": "2024-03-02 11:30:00"})]
     cdcnorm.normalize([_write(tmp_path / "in2" / "b.jsonl", second)], "datastream", spark=spark, lake=lake)
     applied = cdcnorm.apply(spark, lake)
     (e,) = applied.summary["tables"]
     assert (e["apply"]["mode"], e["apply"]["reason"]) == ("rebuilt", "the columns changed")
     assert e["type_changes"] == [{"column": "id", "from": "int", "to": "bigint", "kind": "widening"}]
+    assert json.loads(cache.read_text())["files"] != key  # the widening's schema row: folded again
     assert sorted(r["id"] for r in applied[next(iter(applied))].select("id").collect()) == [1, 2, 5_000_000_000]
     hinted = cdcnorm.apply(spark, lake, column_types={"orders.at": "string"})
     (e,) = hinted.summary["tables"]
