@@ -343,3 +343,50 @@ def _wait_for(cond, proc, timeout: float = 180) -> None:
         if time.time() > deadline:
             raise AssertionError("timed out waiting for the follow query")
         time.sleep(0.5)
+
+
+class _EndedQuery:
+    """A query that has ended, with `error` (or cleanly): what `Follower.run_until_stopped` waits on."""
+
+    def __init__(self, error: Exception | None):
+        self.error = error
+
+    def awaitTermination(self, _timeout):  # noqa: N802 (pyspark's name)
+        if self.error:
+            raise self.error
+        return True
+
+    def exception(self):
+        return None
+
+
+def _attempts(*errors: Exception | None):
+    made = []
+
+    def start():
+        made.append(follow_mod.Follower(_EndedQuery(errors[len(made)]), [f"batch {len(made)}"],
+                                        threading.Event(), threading.Lock()))
+        return made[-1]
+    return start, made
+
+
+CONNECT_BACK = RuntimeError("[STREAM_FAILED] terminated with exception: Python worker failed to connect back.")
+
+
+def test_a_transient_failure_restarts_the_query_and_keeps_every_batch():
+    start, made = _attempts(CONNECT_BACK, CONNECT_BACK, None)
+    seen = []
+    follower = follow_mod.run_restarting(start, restarts=3, on_restart=seen.append)
+    assert len(made) == 3 and seen == [CONNECT_BACK, CONNECT_BACK]
+    assert follower.batches == ["batch 0", "batch 1", "batch 2"]
+
+
+def test_an_input_failure_or_too_many_transient_ones_are_raised_at_once():
+    start, made = _attempts(ValueError("bad record"), None)
+    with pytest.raises(ValueError, match="bad record"):
+        follow_mod.run_restarting(start, restarts=3)
+    assert len(made) == 1
+    start, made = _attempts(CONNECT_BACK, CONNECT_BACK, None)
+    with pytest.raises(RuntimeError, match="connect back"):
+        follow_mod.run_restarting(start, restarts=1)
+    assert len(made) == 2

@@ -89,11 +89,12 @@ def _follow(inputs: list[str], vendor: str | None, lake: str, options: dict[str,
     """Run the follow query until SIGTERM / SIGINT, which finish the current micro-batch and exit 0; a crossed
     threshold (--max-quarantine-rate, --max-lag) stops it after the batch that crossed it, with exit 1."""
     import signal
+    import threading
 
     import orjson
 
     from cdcnorm.session import get_spark
-    from cdcnorm.streaming.follow import BatchProgress, refuse_file_streams, start_follow
+    from cdcnorm.streaming.follow import BatchProgress, refuse_file_streams, run_restarting, start_follow
 
     if vendor:
         refuse_file_streams(vendor, options)  # before a JVM starts
@@ -105,13 +106,21 @@ def _follow(inputs: list[str], vendor: str | None, lake: str, options: dict[str,
                 fh.write(orjson.dumps(progress.to_dict()) + b"\n")
 
     spark = get_spark(master, quiet=True)
-    follower = start_follow(inputs, vendor, lake, spark=spark, options=options, dedup_window_days=dedup_window,
-                            on_batch=report, limits=limits, **query)
+    stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: follower.request_stop())
+        signal.signal(sig, lambda *_: stop.set())  # the follower's loop does the stopping
+
+    def start() -> Any:
+        return start_follow(inputs, vendor, lake, spark=spark, options=options, dedup_window_days=dedup_window,
+                            on_batch=report, limits=limits, stop=stop, **query)
+
+    def restarted(exc: BaseException) -> None:
+        err.print(f"[yellow]restarting:[/yellow] {str(exc).splitlines()[0]} (a transient failure; the query "
+                  "resumes from its checkpoint)")
+
     console.print(f"following {', '.join(inputs)} into {lake} (SIGTERM or Ctrl-C stops after the current batch)",
                   highlight=False)
-    follower.run_until_stopped()
+    follower = run_restarting(start, on_restart=restarted)
     console.print(f"stopped after {len(follower.batches)} micro-batch(es)", highlight=False)
     if follower.failure:
         err.print(f"[red]stopped:[/red] {follower.failure}")

@@ -43,6 +43,11 @@ from cdcnorm.streaming.paths_source import DEFAULT_SETTLE_SECONDS, paths_stream
 FOLLOW = "_follow"  # LAKE/_follow/<name>/{checkpoint,manifest}: one continuous query's state
 DEFAULT_PAIR_WAIT_SECONDS = 300.0
 """A lone update half waits this long (event time) for its partner before it is emitted as an orphan."""
+DEFAULT_RESTARTS = 3
+TRANSIENT_FAILURES = ("Python worker failed to connect back",)
+"""Query failures that say nothing about the input: Spark waits a fixed 10 s for a new Python worker to connect
+back (`PythonWorkerFactory`), which a loaded machine can miss while a query starts its Python source. Such a
+query is started again from its checkpoint (exactly once, like any restart), at most `DEFAULT_RESTARTS` times."""
 
 
 @dataclass
@@ -260,12 +265,38 @@ def _start(stream: DataFrame, run: _Run, folder: str, name: str, trigger: str | 
     return follower
 
 
-def follow(inputs: list[str | os.PathLike], vendor: str | None, lake: str, **kwargs: Any) -> list[BatchProgress]:
+def follow(inputs: list[str | os.PathLike], vendor: str | None, lake: str, *, restarts: int = DEFAULT_RESTARTS,
+           **kwargs: Any) -> list[BatchProgress]:
     """Run the follow query until it ends (trigger="available_now": all files there now) or is stopped;
-    the progress of every micro-batch this call ran."""
-    follower = start_follow(inputs, vendor, lake, **kwargs)
-    follower.run_until_stopped()
-    return follower.batches
+    the progress of every micro-batch this call ran. A transient failure (`TRANSIENT_FAILURES`) restarts it."""
+    return run_restarting(lambda: start_follow(inputs, vendor, lake, **kwargs), restarts).batches
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a query failure is one of `TRANSIENT_FAILURES` (the machine's, not the input's)."""
+    return any(t in str(exc) for t in TRANSIENT_FAILURES)
+
+
+def run_restarting(start: Callable[[], Follower], restarts: int = DEFAULT_RESTARTS,
+                   on_restart: Callable[[BaseException], None] | None = None) -> Follower:
+    """Run a query from `start` until it ends or is stopped; one that fails transiently is started again (from its
+    checkpoint) up to `restarts` times. Any other failure is raised at once. The follower returned carries the
+    progress of every attempt's batches."""
+    done: list[BatchProgress] = []
+    for attempt in range(restarts + 1):
+        follower = start()
+        try:
+            follower.run_until_stopped()
+        except Exception as exc:
+            done += follower.batches
+            if attempt == restarts or follower._stop.is_set() or not is_transient(exc):
+                raise
+            if on_restart:
+                on_restart(exc)
+            continue
+        follower.batches[:0] = done
+        return follower
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def normalize_once(inputs: list[str], vendor: str | None, lake: str, *, spark: SparkSession | None = None,
