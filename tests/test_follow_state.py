@@ -69,6 +69,23 @@ def test_orphan_emitted_by_one_run_is_superseded_by_its_partner_in_the_next(spar
     assert applied(spark, split) == applied(spark, whole)
 
 
+def test_an_orphan_redelivered_with_its_partner_is_superseded_by_their_pair(spark, tmp_path):
+    """The orphan's half comes again in the run that brings its partner (a redelivery): the two pair in the run,
+    and the pair must still replace the orphan emitted before (found by the 20-kill follow proof)."""
+    split, whole = str(tmp_path / "split"), str(tmp_path / "whole")
+    normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=split)
+    again = normalize([str(FAR / "part-0001.jsonl"), str(FAR / "part-0002.jsonl")], "datahub", spark=spark,
+                      lake=split)
+    normalize([str(FAR)], "datahub", spark=spark, lake=whole)
+    got = rows(spark, split)
+    orphans = {i for i, r in got.items() if {"orphan_before", "orphan_after"} & set(r["flags"])}
+    assert len(orphans) == 3
+    assert {r["supersedes"] for r in got.values() if r["supersedes"]} == orphans
+    assert again.report["pairing_state_rows"] == 0 and again.report["reconciled"]
+    assert {i for i in got if i not in orphans} == set(rows(spark, whole))
+    assert applied(spark, split) == applied(spark, whole)
+
+
 def test_a_half_redelivered_after_its_pair_was_emitted_is_a_duplicate(spark, tmp_path):
     lake = str(tmp_path / "lake")
     normalize([str(FAR)], "datahub", spark=spark, lake=lake)

@@ -21,6 +21,8 @@ grouped by pair id. A complete group is paired as usual. A lone group whose oppo
 orphan is paired with a copy of it (records zeroed: they were counted when the orphan was emitted); the rows this
 produces carry `supersedes = <orphan event id>` when the adapter's paired rows have ids of their own (DataHub),
 and the orphan's own re-emission is dropped (Datastream keeps the halves' ids: the late half is simply emitted).
+A complete group whose half was already emitted as an orphan (that half redelivered with its partner) supersedes
+the orphan the same way.
 A lone half of a role that never waits (`Adapter.waiting_roles`: Datastream's UPDATE-INSERT alone is an
 ordinary update) passes through. Another lone group is released as an orphan when it is old enough, or always
 when the run flushes (a batch run with no wait), else it waits. A waiting half's records count as the report's `held` outcome (net: held at the end
@@ -168,11 +170,15 @@ def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_second
     pool.join(decided, B.PAIR).write.mode("overwrite").parquet(stage_path)
     pooled = spark.read.parquet(stage_path)
 
-    late = (pooled.where(F.col("_decision") == "late").select(B.PAIR, _role().alias("_role")).distinct()
+    # the orphans a pair replaces: a late partner's ("late": the orphan is re-injected to pair with it), and
+    # the orphan of a half redelivered with its partner ("pair": the redelivered copy pairs, the orphan stays
+    # emitted, so the pair must supersede it all the same)
+    late = (pooled.where(F.col("_decision").isin("late", "pair")).select(B.PAIR, "_decision", _role().alias("_role"))
+            .distinct()
             .join(memory, (F.col(B.PAIR) == F.col("_m_pair")) & (F.col("_role") != F.col("_m_role")))
-            .select(B.PAIR, "_m_id", F.col("_m_entry").alias("entry_id")))
-    reinjected = (orphaned.join(late.select("entry_id"), "entry_id", "left_semi").select(*_DECODED)
-                  .withColumn(B.RECORDS, F.lit(0)).withColumn(B.MERGED, F.lit(0)))
+            .select(B.PAIR, "_decision", "_m_id", F.col("_m_entry").alias("entry_id")).distinct())
+    reinjected = (orphaned.join(late.where(F.col("_decision") == "late").select("entry_id"), "entry_id", "left_semi")
+                  .select(*_DECODED).withColumn(B.RECORDS, F.lit(0)).withColumn(B.MERGED, F.lit(0)))
     to_pair = pooled.where(F.col("_decision") != "hold").select(*_DECODED)
     out = changes.where(~is_half).unionByName(to_pair).unionByName(reinjected)
 
