@@ -107,15 +107,10 @@ def state_files(lk: Lake, vendor: str) -> list[str]:
     return [f["uri"] for f in table.live(handle=table.fresh()) if f["partition"].get("vendor") == vendor]
 
 
-def needed(files: list[str], adapter: Adapter, changes: DataFrame, has_waiting_half: bool | None = None) -> bool:
+def needed(files: list[str], has_waiting_half: bool) -> bool:
     """Whether a run must go through the pairing state: the vendor has live state `files`, or the run has a half
-    that may wait (`has_waiting_half` when the caller knows, else one cheap check that stops at the first such
-    row); otherwise pairing within the run suffices."""
-    if files:
-        return True
-    if has_waiting_half is not None:
-        return has_waiting_half
-    return not changes.where(may_wait(adapter)).isEmpty()
+    that may wait (observed by the staging write); otherwise pairing within the run suffices."""
+    return bool(files) or has_waiting_half
 
 
 def may_wait(adapter: Adapter) -> Column:

@@ -175,7 +175,7 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
     decoded_changes = decoded.where(F.col(B.KIND) == KIND_CHANGE)
     pairing = None
     state = state_files(lake_obj, adapter.name) if lake_obj and adapter.waiting_roles else []
-    if lake_obj and adapter.waiting_roles and pairing_needed(state, adapter, decoded_changes, staged.has_waiting_half):
+    if lake_obj and adapter.waiting_roles and pairing_needed(state, bool(staged.has_waiting_half)):
         say("pairing update halves with those of earlier runs")
         pairing = pair_across_runs(lake_obj, adapter, decoded_changes, pair_wait,
                                    DEFAULT_WINDOW_DAYS if window is None else window,

@@ -153,6 +153,12 @@ def applied_rows(df: DataFrame, wide: set[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def _decimal_repr_columns(info: dict[str, Any]) -> set[str]:
+    """Columns whose truth is a JSON number the lake types as the column's inferred decimal: compared by value,
+    since the column's scale (`1.50`) need not be the text's (`1.5`)."""
+    return {c["name"] for c in info["columns"] if c["truth_kind"] == "decimal_repr"}
+
+
 def _normalized(rows: list[dict[str, Any]], columns: set[str]) -> list[dict[str, Any]]:
     """Rows with the Decimals of `columns` reduced to their value (`1.50` and `1.5` become one token)."""
     return [{n: (v.normalize() if n in columns and isinstance(v, Decimal) else v) for n, v in r.items()} for r in rows]
@@ -165,7 +171,7 @@ def compare_table(df: DataFrame, truth: list[dict[str, Any]], info: dict[str, An
     if df.columns != want_cols and sorted(df.columns) != sorted(want_cols):
         problems.append(f"columns {df.columns} != truth {want_cols}")
     got = applied_rows(df, _wide_decimal_columns(info))
-    by_value = {c["name"] for c in info["columns"] if c["truth_kind"] == "decimal_repr"}
+    by_value = _decimal_repr_columns(info)
     if by_value:  # a JSON number typed as the column's inferred decimal: equal value, the column's scale
         got, truth = _normalized(got, by_value), _normalized(truth, by_value)
     names = sorted(set(want_cols) & set(df.columns))

@@ -17,7 +17,15 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdcnorm.simulate import Manifest, load_versions
 from cdcnorm.simulate.truth import project_value
-from cdcnorm.simulate.verify import applied_rows, compare_table, expected_tables, token
+from cdcnorm.simulate.verify import (
+    _decimal_repr_columns,
+    _normalized,
+    _wide_decimal_columns,
+    applied_rows,
+    compare_table,
+    expected_tables,
+    token,
+)
 
 MS = dt.timedelta(milliseconds=1)
 
@@ -66,10 +74,11 @@ def check_history(history: dict, manifest: Manifest, vf: str, natural: bool = Fa
             continue
         names = [c["name"] for c in info["columns"]]
         pk = info["primary_key"]
-        got = _lake_versions(df, names, pk, info)
+        by_value = _decimal_repr_columns(info)
+        got = _lake_versions(df, names, pk, info, by_value)
         want: dict[tuple, list] = defaultdict(list)
         for v in sorted(versions[info["name"]], key=lambda v: v["seq_from"]):
-            row = _project(info, v["row"])
+            row = _normalized([_project(info, v["row"])], by_value)[0]
             closed = "current" if v["closed_by"] is None else ("next" if v["closed_by"] == "UPDATE" else "end")
             key = tuple(token(row[k]) for k in pk) if pk else ()
             want[key].append((tuple(token(row[n]) for n in names), closed))
@@ -85,11 +94,10 @@ def check_history(history: dict, manifest: Manifest, vf: str, natural: bool = Fa
     return problems
 
 
-def _lake_versions(df: DataFrame, names: list[str], pk: list[str], info: dict[str, Any]) -> dict[tuple, list]:
-    from cdcnorm.simulate.verify import _wide_decimal_columns
-
+def _lake_versions(df: DataFrame, names: list[str], pk: list[str], info: dict[str, Any],
+                   by_value: set[str]) -> dict[tuple, list]:
     cols = [*names, "valid_from", "closed_by_op", "is_current"]
-    rows = applied_rows(df.select(*cols), _wide_decimal_columns(info))
+    rows = _normalized(applied_rows(df.select(*cols), _wide_decimal_columns(info)), by_value)
     out: dict[tuple, list] = defaultdict(list)
     for r in sorted(rows, key=lambda r: bytes(r["valid_from"])):
         closed = "current" if r["is_current"] else ("end" if r["closed_by_op"] in ("DELETE", "TRUNCATE") else "next")
