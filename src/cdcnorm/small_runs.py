@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import threading
 from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
@@ -82,18 +83,39 @@ def jvm_conf_for(inputs: list[str]) -> dict[str, str]:
     return {"spark.driver.extraJavaOptions": options}
 
 
+_LOCK = threading.Lock()
+_ACTIVE: dict[int, tuple[int, dict[str, str | None]]] = {}
+"""per session: runs under way, and the session's own values of every key they may set"""
+_KEYS = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions", "spark.sql.autoBroadcastJoinThreshold",
+         *INTERPRETED)
+
+
 @contextlib.contextmanager
 def planned_for(spark: SparkSession, input_bytes: int | None) -> Iterator[dict[str, str]]:
-    """Apply :func:`settings_for` for the duration of a run, then restore the session's values."""
+    """Apply :func:`settings_for` for the duration of a run, then restore the session's values.
+
+    Runs may overlap on one session (a follow query's batch thread and a caller's own run, or the batch command's
+    query around its run): the session's own values are saved by the first and restored by the last to end, so an
+    overlap never leaves a small run's settings on the session."""
     settings = settings_for(spark, input_bytes)
-    saved = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
+    session = id(spark)
+    with _LOCK:
+        depth, saved = _ACTIVE.get(session, (0, {}))
+        if depth == 0:
+            saved = {key: spark.conf.get(key, None) for key in _KEYS}
+        _ACTIVE[session] = (depth + 1, saved)
+        for key, value in settings.items():
+            spark.conf.set(key, value)
     try:
         yield settings
     finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
+        with _LOCK:
+            depth, saved = _ACTIVE.pop(session)
+            if depth > 1:
+                _ACTIVE[session] = (depth - 1, saved)
             else:
-                spark.conf.set(key, value)
+                for key, value in saved.items():
+                    if value is None:
+                        spark.conf.unset(key)
+                    else:
+                        spark.conf.set(key, value)
