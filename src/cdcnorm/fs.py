@@ -81,6 +81,20 @@ def _list_local(path: str) -> list[tuple[str, int]]:
     return out
 
 
+def list_local_sizes(path: str, stop_above: int) -> int:
+    """Bytes of the files under a local path, the walk stopping once the total passes `stop_above`."""
+    p = local_path(path)
+    if os.path.isfile(p):
+        return os.path.getsize(p)
+    total = 0
+    for root, dirs, names in os.walk(p):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+        total += sum(os.path.getsize(os.path.join(root, n)) for n in names)
+        if total > stop_above:
+            break
+    return total
+
+
 def _list_hadoop(spark: SparkSession, path: str) -> list[tuple[str, int]]:
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()

@@ -64,10 +64,11 @@ def normalize(
                            trigger=trigger_seconds, settle_seconds=settle_seconds,
                            max_files_per_trigger=max_files_per_trigger, max_bytes_per_trigger=max_bytes_per_trigger,
                            pair_wait_seconds=DEFAULT_PAIR_WAIT_SECONDS if pair_wait is None else pair_wait)
+        from cdcnorm.small_runs import jvm_conf_for
         from cdcnorm.streaming.follow import normalize_once
 
         with console.status("starting Spark") as status:
-            spark = get_spark(master, quiet=True)
+            spark = get_spark(master, quiet=True, conf=jvm_conf_for(inputs))
             batches = normalize_once(inputs, vendor, lake, spark=spark, options=options,
                                      dedup_window_days=dedup_window, progress=lambda msg: status.update(msg))
         quarantined = 0

@@ -38,6 +38,7 @@ from cdcnorm.lake_tables import STAGING
 from cdcnorm.pipeline import _detect_files, normalize
 from cdcnorm.retry import renormalize, retry_batch
 from cdcnorm.session import get_spark, use_portable_parquet
+from cdcnorm.small_runs import planned_for
 from cdcnorm.streaming.paths_source import DEFAULT_SETTLE_SECONDS, paths_stream
 
 FOLLOW = "_follow"  # LAKE/_follow/<name>/{checkpoint,manifest}: one continuous query's state
@@ -311,9 +312,11 @@ def normalize_once(inputs: list[str], vendor: str | None, lake: str, *, spark: S
     if not files:
         raise UsageError(f"No input files found under {', '.join(inputs)} (skipped: {skipped or 'none'}).")
     name = f"once-{new_run_id()}"
-    batches = follow(inputs, vendor, lake, spark=spark, options=options, name=name, settle_seconds=0,
-                     dedup_window_days=dedup_window_days, pair_wait_seconds=None, on_batch=on_batch,
-                     listed=files, skipped=skipped, continuous=False, progress=progress)
+    # the query's own plans (the paths source's batch, its collect) are planned like the run they carry
+    with planned_for(spark, sum(f.size for f in files)):
+        batches = follow(inputs, vendor, lake, spark=spark, options=options, name=name, settle_seconds=0,
+                         dedup_window_days=dedup_window_days, pair_wait_seconds=None, on_batch=on_batch,
+                         listed=files, skipped=skipped, continuous=False, progress=progress)
     folder = follow_folder(lake, name)
     if is_local(folder):
         shutil.rmtree(local_path(folder), ignore_errors=True)

@@ -1,0 +1,53 @@
+"""Small-run planning: which settings a run gets by its input size, that they are restored, and which command-line
+runs start their JVM with the small-run options."""
+
+from __future__ import annotations
+
+from cdcnorm.small_runs import (
+    INTERPRETED,
+    INTERPRETED_RUN_BYTES,
+    SMALL_RUN_BYTES,
+    SMALL_RUN_JVM_OPTIONS,
+    jvm_conf_for,
+    planned_for,
+    settings_for,
+)
+
+
+def test_settings_by_input_size(spark):
+    tiny = settings_for(spark, 82 << 10)
+    assert tiny["spark.sql.adaptive.enabled"] == "false"
+    assert tiny["spark.sql.shuffle.partitions"] == "1"
+    assert {k: tiny[k] for k in INTERPRETED} == INTERPRETED
+    middle = settings_for(spark, INTERPRETED_RUN_BYTES + 1)
+    assert middle["spark.sql.adaptive.enabled"] == "false" and "spark.sql.codegen.factoryMode" not in middle
+    assert settings_for(spark, SMALL_RUN_BYTES + 1) == {}
+    assert settings_for(spark, None) == {}
+
+
+def test_interpreter_can_be_turned_off(spark, monkeypatch):
+    monkeypatch.setenv("CDCNORM_INTERPRETED_RUN_BYTES", "0")
+    got = settings_for(spark, 82 << 10)
+    assert got["spark.sql.adaptive.enabled"] == "false" and "spark.sql.codegen.wholeStage" not in got
+
+
+def test_planned_for_restores_the_session(spark):
+    before = spark.conf.get("spark.sql.codegen.wholeStage", None)
+    with planned_for(spark, 1000) as applied:
+        assert applied["spark.sql.codegen.wholeStage"] == "false"
+        assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+        assert spark.range(3).selectExpr("sum(id * 2) AS s").first()["s"] == 6  # the interpreter evaluates
+    assert spark.conf.get("spark.sql.codegen.wholeStage", None) == before
+    assert spark.conf.get("spark.sql.codegen.factoryMode", None) != "NO_CODEGEN"
+
+
+def test_jvm_options_only_for_small_local_input(tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f.jsonl").write_bytes(b"x" * 1000)
+    assert jvm_conf_for([str(tmp_path)]) == {"spark.driver.extraJavaOptions": SMALL_RUN_JVM_OPTIONS}
+    assert jvm_conf_for(["gs://bucket/folder"]) == {}
+    monkeypatch.setenv("CDCNORM_INTERPRETED_RUN_BYTES", "999")
+    assert jvm_conf_for([str(tmp_path)]) == {}
+    monkeypatch.setenv("CDCNORM_INTERPRETED_RUN_BYTES", str(INTERPRETED_RUN_BYTES))
+    monkeypatch.setenv("CDCNORM_SMALL_RUN_JVM_OPTIONS", "")
+    assert jvm_conf_for([str(tmp_path)]) == {}
