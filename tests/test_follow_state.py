@@ -123,6 +123,23 @@ def test_a_lone_half_is_released_as_an_orphan_once_the_wait_has_passed(spark, tm
     assert len({r["supersedes"] for r in rows(spark, lake).values() if r["supersedes"]}) == 3
 
 
+def test_one_streams_newer_events_release_no_half_of_another_stream(spark, tmp_path):
+    """The halves state is per vendor, the wait per stream: a later run of another stream (minutes newer events)
+    leaves the first stream's halves waiting; its own newer events release them."""
+    lake = str(tmp_path / "lake")
+    newer = str(SAMPLES / "datahub" / "blob" / "tx_truncate.jsonl")
+    normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=lake, pair_wait_seconds=NEVER,
+              options={"stream": "first"})
+    # a 100 s wait: the first stream's halves span 50 s, the newer file comes 150 s after them
+    other = normalize([newer], "datahub", spark=spark, lake=lake, pair_wait_seconds=100,
+                      options={"stream": "second"})
+    assert other.report["outcomes"]["held"] == 0 and other.report["pairing_state_rows"] == 3
+    assert not {"orphan_before", "orphan_after"} & set(other.report["flags"])
+    own = normalize([newer], "datahub", spark=spark, lake=lake, pair_wait_seconds=100, options={"stream": "first"})
+    assert own.report["outcomes"]["held"] == -3 and own.report["reconciled"]
+    assert sum(own.report["flags"].get(f, 0) for f in ("orphan_before", "orphan_after")) == 3
+
+
 # -- Replicate metadata after its data --------------------------------------------------------------------------
 def test_data_quarantined_before_its_metadata_is_retried_by_the_batch_that_brings_it(spark, tmp_path):
     src = staged(tmp_path / "in", EH / "customers/0/2024/05/01/11/02/00.avro",

@@ -10,7 +10,7 @@ tombstones, never rewrites another run's files, so concurrent writers need no lo
 the lake). Entries:
 
 - `waiting`: a lone half held back (not emitted) until its event time (source time, else capture time) is
-  older than the newest event time seen minus the pairing wait;
+  older than the newest event time seen on its stream minus the pairing wait;
 - `orphaned`: a half that was emitted as an orphan, remembered for the dedup window (event time), so a late
   partner can still pair with it;
 - `released`: a tombstone ending the entry whose `entry_id` it names (a waiting half paired or released, an
@@ -33,7 +33,6 @@ their targets dropped) in a `dataChange=false` commit that is skipped if it conf
 
 from __future__ import annotations
 
-import datetime as dt
 import secrets
 import time
 from dataclasses import dataclass
@@ -155,16 +154,16 @@ def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_second
     pool = fresh.unionByName(waiting.select(*_DECODED, F.lit(True).alias("_from_state"), F.col("entry_id").alias("_entry")))
     memory = orphaned.select(F.col(B.PAIR).alias("_m_pair"), _role().alias("_m_role"),
                              F.col("event_id").alias("_m_id"), F.col("entry_id").alias("_m_entry"))
-    groups = pool.groupBy(B.PAIR).agg(F.collect_set(_role()).alias("_roles"), F.max(event_time()).alias("_t"))
+    groups = pool.groupBy(B.PAIR).agg(F.collect_set(_role()).alias("_roles"), F.max(event_time()).alias("_t"),
+                                      F.first(_stream_of()).alias("_stream"))
     late_groups = (groups.where(F.size("_roles") == 1).join(
         memory, (F.col(B.PAIR) == F.col("_m_pair")) & ~F.array_contains("_roles", F.col("_m_role")))
         .select(B.PAIR).distinct().withColumn("_late", F.lit(True)))
-    release_before = _release_horizon(changes, state, wait_seconds)
-    decided = (groups.join(late_groups, B.PAIR, "left")
+    decided = (_with_release(groups, changes, state, wait_seconds).join(late_groups, B.PAIR, "left")
                .withColumn("_decision", F.when(F.size("_roles") > 1, "pair")
                            .when(F.col("_late").isNotNull(), "late")
                            .when(~F.array_contains(F.lit(list(adapter.waiting_roles)), F.col("_roles")[0]), "pass")
-                           .when(_releasable(release_before), "release")
+                           .when(F.col("_releasable"), "release")
                            .otherwise("hold"))
                .select(B.PAIR, "_decision"))
     pool.join(decided, B.PAIR).write.mode("overwrite").parquet(stage_path)
@@ -203,21 +202,22 @@ def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_second
     return Pairing(out, entries, dropped, supersede, held.crossJoin(size))
 
 
-def _release_horizon(changes: DataFrame, state: DataFrame, wait_seconds: float | None) -> dt.datetime | None:
-    """Halves whose event time is before this instant are released; None: release all (flush)."""
+def _stream_of() -> Column:
+    return F.coalesce(F.col("stream"), F.lit(""))
+
+
+def _with_release(groups: DataFrame, changes: DataFrame, state: DataFrame, wait_seconds: float | None) -> DataFrame:
+    """`groups` with `_releasable`: the group's newest event time is older than its stream's newest event time
+    (this run's changes and the state) minus the wait; always when flushing (no wait). Per stream, because one
+    stream's progress says nothing of another's: several streams of a vendor share the state."""
     if not wait_seconds:
-        return None
-    newest = (changes.select(event_time().alias("t")).unionByName(state.select(F.col("event_time").alias("t")))
-              .agg(F.max("t")).first()[0])  # one value: the newest event time seen
-    if newest is None:
-        return None
-    return newest - dt.timedelta(seconds=float(wait_seconds))
-
-
-def _releasable(before: dt.datetime | None) -> Column:
-    if before is None:
-        return F.lit(True)
-    return F.col("_t").isNull() | (F.col("_t") < F.lit(before))
+        return groups.withColumn("_releasable", F.lit(True))
+    newest = (changes.select(_stream_of().alias("_stream"), event_time().alias("_n"))
+              .unionByName(state.select(_stream_of().alias("_stream"), F.col("event_time").alias("_n")))
+              .groupBy("_stream").agg(F.max("_n").alias("_newest")))
+    horizon = F.unix_micros("_newest") - F.lit(int(float(wait_seconds) * 1_000_000))
+    releasable = F.col("_newest").isNull() | F.col("_t").isNull() | (F.unix_micros("_t") < horizon)
+    return groups.join(newest, "_stream", "left").withColumn("_releasable", releasable).drop("_newest")
 
 
 def _expired(orphaned: DataFrame, retention_days: int) -> DataFrame:
