@@ -81,18 +81,9 @@ def _list_local(path: str) -> list[tuple[str, int]]:
     return out
 
 
-def list_local_sizes(path: str, stop_above: int) -> int:
-    """Bytes of the files under a local path, the walk stopping once the total passes `stop_above`."""
-    p = local_path(path)
-    if os.path.isfile(p):
-        return os.path.getsize(p)
-    total = 0
-    for root, dirs, names in os.walk(p):
-        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
-        total += sum(os.path.getsize(os.path.join(root, n)) for n in names)
-        if total > stop_above:
-            break
-    return total
+def local_size(path: str) -> int:
+    """Bytes of the files under a local path, by the same walk (and skip rules) as :func:`list_files`."""
+    return sum(size for _, size in _list_local(path))
 
 
 def _list_hadoop(spark: SparkSession, path: str) -> list[tuple[str, int]]:

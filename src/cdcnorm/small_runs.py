@@ -35,7 +35,7 @@ from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
-from cdcnorm.fs import is_local, list_local_sizes
+from cdcnorm.fs import is_local, local_size
 
 SMALL_RUN_BYTES = 256 << 20
 BYTES_PER_PARTITION = 32 << 20
@@ -71,15 +71,12 @@ def settings_for(spark: SparkSession, input_bytes: int | None) -> dict[str, str]
 
 def jvm_conf_for(inputs: list[str]) -> dict[str, str]:
     """Session settings for a command-line run over `inputs`: the small-run JVM options when every input is
-    local and they total at most :func:`interpreted_run_limit` bytes (a quick walk of the folders; no Spark)."""
+    local and they total at most :func:`interpreted_run_limit` bytes (a walk of the folders; no Spark)."""
     options = os.environ.get("CDCNORM_SMALL_RUN_JVM_OPTIONS", SMALL_RUN_JVM_OPTIONS).strip()
     if not options or not inputs or not all(is_local(p) for p in inputs):
         return {}
-    limit, total = interpreted_run_limit(), 0
-    for path in inputs:
-        total += list_local_sizes(path, limit - total)
-        if total > limit:
-            return {}
+    if sum(local_size(p) for p in inputs) > interpreted_run_limit():
+        return {}
     return {"spark.driver.extraJavaOptions": options}
 
 

@@ -174,10 +174,8 @@ def _full_stats(changes: DataFrame, with_schema: set[str]) -> dict[str, dict[str
 def _finish(d: dict[str, Any]) -> None:
     for k in ("truncated_at", "last_sort_key", "min_key", "max_key"):
         d[k] = bytes(d[k]) if d[k] is not None else None
-    if "ignored_ops" not in d:
-        d["ignored_ops"] = {o: d.pop(f"ignored_{o}") for o in IGNORED_OPS if d[f"ignored_{o}"]}
-        for o in IGNORED_OPS:
-            d.pop(f"ignored_{o}", None)
+    counts = {o: d.pop(f"ignored_{o}") for o in IGNORED_OPS}
+    d["ignored_ops"] = {o: n for o, n in counts.items() if n}
 
 
 def _schema_columns(schema: dict[str, Any]) -> list[OutputColumn]:
