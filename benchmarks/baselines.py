@@ -231,3 +231,48 @@ def reset_peaks(spark: SparkSession) -> None:
                 fh.write("5")
         except OSError:
             pass
+
+
+class HeapAfterGc:
+    """The most JVM heap still in use right after a garbage collection, sampled while measuring.
+
+    Why after GC: heap in use between collections is mostly garbage waiting to be collected, so only what a
+    collection leaves says how much the job holds. Each heap pool reports its usage after its latest collection
+    (`MemoryPoolMXBean.getCollectionUsage`); their sum is sampled every `interval` seconds through py4j, and
+    the maximum is kept, with the heap's maximum size to compare it with."""
+
+    def __init__(self, spark: SparkSession, interval: float = 1.0):
+        self._jvm = spark.sparkContext._jvm
+        self.interval = interval
+        self.peak_mb = 0.0
+        self.max_mb = self._jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**20
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sample(self) -> float:
+        mf = self._jvm.java.lang.management.ManagementFactory
+        used = 0
+        for pool in mf.getMemoryPoolMXBeans():
+            if str(pool.getType().toString()) == "Heap memory":
+                usage = pool.getCollectionUsage()
+                used += usage.getUsed() if usage is not None else 0
+        mb = used / 2**20
+        self.peak_mb = max(self.peak_mb, mb)
+        return mb
+
+    def __enter__(self) -> HeapAfterGc:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._jvm.java.lang.System.gc()  # what the run leaves held, once collected
+        self.sample()

@@ -78,8 +78,13 @@ def main(argv: list[str] | None = None) -> int:
         files = bench.input_files(roots[n], vf)
         lake = str(scratch / f"lake-{n}")
         res: dict[str, Any] = {"changes": n, "files": len(files), "load_before": os.getloadavg()}
-        report = bench.measured(res, "normalize", lambda f=files, lk=lake, r=roots[n]: bench.normalize(
-            spark, vf, r, f, lk)[1])
+        bench.baselines.reset_peaks(spark)
+        with bench.baselines.HeapAfterGc(spark) as heap:
+            report = bench.measured(res, "normalize", lambda f=files, lk=lake, r=roots[n]: bench.normalize(
+                spark, vf, r, f, lk)[1])
+        res["heap_after_gc_mb"], res["heap_max_mb"] = heap.peak_mb, heap.max_mb
+        res["input_mb"] = sum(os.path.getsize(f) for f in files) / 2**20
+        res["lake_mb"] = sum(p.stat().st_size for p in Path(lake).rglob("*") if p.is_file()) / 2**20
         res["records"] = report["records_read"]
         if args.apply:
             import cdcnorm
@@ -88,21 +93,24 @@ def main(argv: list[str] | None = None) -> int:
         res["load_after"] = os.getloadavg()
         rows.append(res)
         print(f"  {n:>10,} changes, {res['records']:>10,} events: normalize {res['normalize_s']:7.1f} s "
-              f"({res['normalize_cpu']:.1f} CPU s)" + (f", apply {res['apply_s']:.1f} s" if args.apply else ""),
+              f"({res['normalize_cpu']:.1f} CPU s)" + (f", apply {res['apply_s']:.1f} s" if args.apply else "") +
+              f"; heap after GC {res['heap_after_gc_mb']:.0f} of {res['heap_max_mb']:.0f} MiB, peak RSS MiB "
+              f"{bench._fmt(res['normalize_peak_mb'])}; input {res['input_mb']:.0f} MiB, lake {res['lake_mb']:.0f} MiB",
               flush=True)
         shutil.rmtree(lake, ignore_errors=True)
 
     millions = [r["records"] / 1e6 for r in rows]
     print()
-    print("| changes | events | normalize s (CPU s) | s per M events (CPU) | vs smallest |" +
-          (" apply s |" if args.apply else ""))
-    print("|---|---|---|---|---|" + ("---|" if args.apply else ""))
+    print("| changes | events | normalize s (CPU s) | s per M events (CPU) | vs smallest | heap after GC / max MiB |"
+          " peak RSS MiB |" + (" apply s |" if args.apply else ""))
+    print("|---|---|---|---|---|---|---|" + ("---|" if args.apply else ""))
     base = rows[0]["normalize_cpu"] / millions[0]
     for r, m in zip(rows, millions, strict=True):
         per = r["normalize_s"] / m
         per_cpu = r["normalize_cpu"] / m
         print(f"| {r['changes']:,} | {r['records']:,} | {r['normalize_s']:.1f} ({r['normalize_cpu']:.1f}) | "
-              f"{per:.1f} ({per_cpu:.1f}) | {per_cpu / base:.2f}x |" + (f" {r['apply_s']:.1f} |" if args.apply else ""))
+              f"{per:.1f} ({per_cpu:.1f}) | {per_cpu / base:.2f}x | {r['heap_after_gc_mb']:.0f} / {r['heap_max_mb']:.0f} | "
+              f"{bench._fmt(r['normalize_peak_mb'])} |" + (f" {r['apply_s']:.1f} |" if args.apply else ""))
     summary = {}
     for key in ("normalize_s", "normalize_cpu") + (("apply_s",) if args.apply else ()):
         a, b, r2 = fit(millions, [r[key] for r in rows])
