@@ -7,7 +7,10 @@ speed says how much cdcnorm itself costs.
 - copy floor: Spark reads the files as plain text (JSON, CSV) or whole binary objects (Avro) and writes them to
   Parquet unchanged; the least any Spark job over these files can cost.
 - hand-written pipeline (Datastream JSON): what a user writes by hand: `from_json` with a VARIANT payload,
-  an id, `dropDuplicates`; the bar cdcnorm must beat.
+  an id, `dropDuplicates`, committed as one Delta table through the same delta-rs helper as cdcnorm (both pay for
+  Delta); the bar cdcnorm must beat. Its streaming twin runs the same transformation in an `availableNow` query
+  (`readStream.text` -> `foreachBatch`), each micro-batch committed once with the batch id as the Delta
+  transaction, the shape of `cdcnorm normalize` itself.
 - fastavro alone: decoding the same Avro files with fastavro in one process per core, no Spark at all.
 - DuckDB: the projection `apply` computes (latest row per key by `sort_key`, minus deletes) over the lake's
   Parquet, for context.
@@ -20,7 +23,7 @@ import os
 import threading
 from multiprocessing import Pool
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 
@@ -39,15 +42,54 @@ DATASTREAM_JSON_SCHEMA = (
 )
 
 
-def handwritten_datastream_json(spark: SparkSession, files: list[str], out: str, dedup: bool) -> None:
-    """The pipeline a user writes by hand for Datastream JSON, with or without deduplication."""
-    df = spark.read.text(files).select(F.from_json("value", DATASTREAM_JSON_SCHEMA).alias("e")).select("e.*")
+def _handwritten(lines: DataFrame, dedup: bool) -> DataFrame:
+    df = lines.select(F.from_json("value", DATASTREAM_JSON_SCHEMA).alias("e")).select("e.*")
     df = df.withColumn("event_id", F.sha2(F.concat_ws(
         "|", "object", F.to_json("sort_keys"), F.variant_get("source_metadata", "$.change_type", "string"),
         F.to_json("payload")), 256))
-    if dedup:
-        df = df.dropDuplicates(["event_id"])
-    df.write.mode("overwrite").parquet(out)
+    return df.dropDuplicates(["event_id"]) if dedup else df
+
+
+def _delta_table(spark: SparkSession, out: str):
+    from cdcnorm.delta.table import DeltaTableRef, delta_uri
+    from cdcnorm.session import use_portable_parquet
+
+    use_portable_parquet(spark)  # the Parquet settings cdcnorm writes its lake with
+    schema = _handwritten(spark.createDataFrame([], "value string"), False).schema
+    ref = DeltaTableRef(delta_uri(out), schema)
+    ref.ensure()
+    return ref
+
+
+def handwritten_datastream_json(spark: SparkSession, files: list[str], out: str, dedup: bool) -> None:
+    """The pipeline a user writes by hand for Datastream JSON, with or without deduplication, committed as one
+    Delta table through cdcnorm's delta-rs helper (Spark writes the Parquet files, the driver commits them)."""
+    from cdcnorm.delta.files import write_files
+
+    ref = _delta_table(spark, out)
+    ref.commit(write_files(_handwritten(spark.read.text(files), dedup), ref, "hw"))
+
+
+def handwritten_streaming(spark: SparkSession, folder: str, out: str, checkpoint: str) -> int:
+    """The same pipeline (with dedup) as an `availableNow` query over the folder: each micro-batch is written and
+    committed once, with (query, batch id) as the Delta transaction. Returns the number of micro-batches."""
+    from cdcnorm.delta.files import write_files
+
+    ref = _delta_table(spark, out)
+    batches = []
+
+    def commit(df: DataFrame, batch_id: int) -> None:
+        app = "hw-" + spark.sparkContext.getLocalProperty("sql.streaming.queryId")
+        done = ref.txn_version(app)
+        if done is None or done < batch_id:
+            ref.commit(write_files(_handwritten(df, True), ref, f"hw-{batch_id}"), txns=[(app, batch_id)])
+        batches.append(batch_id)
+
+    q = (spark.readStream.format("text").option("recursiveFileLookup", "true").load(folder)
+         .writeStream.foreachBatch(commit).option("checkpointLocation", checkpoint)
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    return len(batches)
 
 
 def _decode_avro_file(path: str) -> int:
