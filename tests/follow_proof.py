@@ -117,7 +117,7 @@ def run_killed(cmd: list[str], progress: Path, log: Path, *, point: str | None =
     before, data_before = len(progress_lines(progress)), data_batches(progress)
     t0 = time.monotonic()
     with open(log, "a") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=cli_env(point),
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=cli_env(point, quick_jit=True),
                                 start_new_session=True)
         try:
             if point is not None:

@@ -53,11 +53,18 @@ def staged(into: Path, *files: Path) -> Path:
 
 
 # -- update halves across runs ----------------------------------------------------------------------------------
-def test_orphan_emitted_by_one_run_is_superseded_by_its_partner_in_the_next(spark, tmp_path):
-    split, whole = str(tmp_path / "split"), str(tmp_path / "whole")
+@pytest.fixture(scope="module")
+def whole(spark, tmp_path_factory):
+    """Both far-apart files in one run (no half waits across runs): the lake the split runs must equal. Only read."""
+    lake = str(tmp_path_factory.mktemp("whole") / "lake")
+    normalize([str(FAR)], "datahub", spark=spark, lake=lake)
+    return {"rows": rows(spark, lake), "applied": applied(spark, lake)}
+
+
+def test_orphan_emitted_by_one_run_is_superseded_by_its_partner_in_the_next(spark, tmp_path, whole):
+    split = str(tmp_path / "split")
     first = normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=split)
     second = normalize([str(FAR / "part-0002.jsonl")], "datahub", spark=spark, lake=split)
-    normalize([str(FAR)], "datahub", spark=spark, lake=whole)
     got = rows(spark, split)
     orphans = {i for i, r in got.items() if {"orphan_before", "orphan_after"} & set(r["flags"])}
     assert len(orphans) == 3  # three updates' halves straddle the two files
@@ -65,25 +72,24 @@ def test_orphan_emitted_by_one_run_is_superseded_by_its_partner_in_the_next(spar
     assert first.report["pairing_state_rows"] == 3 and second.report["pairing_state_rows"] == 0
     assert first.report["reconciled"] and second.report["reconciled"]
     # what is not an orphan is exactly the one-run lake, and apply ignores the superseded orphans
-    assert {i for i in got if i not in orphans} == set(rows(spark, whole))
-    assert applied(spark, split) == applied(spark, whole)
+    assert {i for i in got if i not in orphans} == set(whole["rows"])
+    assert applied(spark, split) == whole["applied"]
 
 
-def test_an_orphan_redelivered_with_its_partner_is_superseded_by_their_pair(spark, tmp_path):
+def test_an_orphan_redelivered_with_its_partner_is_superseded_by_their_pair(spark, tmp_path, whole):
     """The orphan's half comes again in the run that brings its partner (a redelivery): the two pair in the run,
     and the pair must still replace the orphan emitted before (found by the 20-kill follow proof)."""
-    split, whole = str(tmp_path / "split"), str(tmp_path / "whole")
+    split = str(tmp_path / "split")
     normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=split)
     again = normalize([str(FAR / "part-0001.jsonl"), str(FAR / "part-0002.jsonl")], "datahub", spark=spark,
                       lake=split)
-    normalize([str(FAR)], "datahub", spark=spark, lake=whole)
     got = rows(spark, split)
     orphans = {i for i, r in got.items() if {"orphan_before", "orphan_after"} & set(r["flags"])}
     assert len(orphans) == 3
     assert {r["supersedes"] for r in got.values() if r["supersedes"]} == orphans
     assert again.report["pairing_state_rows"] == 0 and again.report["reconciled"]
-    assert {i for i in got if i not in orphans} == set(rows(spark, whole))
-    assert applied(spark, split) == applied(spark, whole)
+    assert {i for i in got if i not in orphans} == set(whole["rows"])
+    assert applied(spark, split) == whole["applied"]
 
 
 def test_a_half_redelivered_after_its_pair_was_emitted_is_a_duplicate(spark, tmp_path):
@@ -96,16 +102,14 @@ def test_a_half_redelivered_after_its_pair_was_emitted_is_a_duplicate(spark, tmp
     assert rows(spark, lake) == before  # no orphan of an update already paired
 
 
-def test_lone_halves_wait_for_their_partner_in_a_later_batch(spark, tmp_path):
-    src, lake, whole = staged(tmp_path / "in", FAR / "part-0001.jsonl", FAR / "part-0002.jsonl"), \
-        str(tmp_path / "lake"), str(tmp_path / "whole")
+def test_lone_halves_wait_for_their_partner_in_a_later_batch(spark, tmp_path, whole):
+    src, lake = staged(tmp_path / "in", FAR / "part-0001.jsonl", FAR / "part-0002.jsonl"), str(tmp_path / "lake")
     batches = follow([src], "datahub", lake, spark=spark, settle_seconds=0, max_files_per_trigger=1,
                      pair_wait_seconds=NEVER)
     assert [(b.status, b.held) for b in batches] == [("committed", 3), ("committed", -3)]
     assert [b.state_rows for b in batches] == [3, 0]
     assert all(b.reconciled for b in batches)
-    normalize([str(FAR)], "datahub", spark=spark, lake=whole)
-    assert rows(spark, lake) == rows(spark, whole)  # paired as if both files came in one run: no orphan at all
+    assert rows(spark, lake) == whole["rows"]  # paired as if both files came in one run: no orphan at all
 
 
 def test_a_lone_half_is_released_as_an_orphan_once_the_wait_has_passed(spark, tmp_path):
