@@ -93,23 +93,25 @@ def table_stats(changes: DataFrame, with_schema: set[str]) -> dict[str, dict[str
     images of UPDATE rows only (Parquet skips row groups without one: a snapshot or insert load costs nothing
     there); tables whose figures need every image (no schema version: columns inferred from the images; rows
     without `key_bytes`: keys derived from the images) are aggregated again in full (:func:`_full_stats`). The
-    figures are those of :func:`_full_stats` for every table (tests/test_apply.py checks it)."""
+    figures are those of :func:`_full_stats` for every table (tests/test_apply.py checks it). Grouped by the
+    identity, the table hash computed once per table afterwards: hashing every change cost a `sha2` of its
+    identity's JSON per row."""
     op, kb = F.col("op"), F.col("key_bytes")
     row = op.isin(*ROW_OPS) & (op != "UPDATE")  # applied without looking at an image
-    head = changes.groupBy("_tid", *IDENT).agg(*_plain_aggs(), *[
+    head = changes.groupBy(*IDENT).agg(*_plain_aggs(), *[
         F.count_if(row).alias("_rows"),
         F.min(F.when(row, kb)).alias("_min"), F.max(F.when(row, kb)).alias("_max"),
         F.count_if(row & kb.isNull()).alias("_unkeyed"),
-        F.count_if(op == "UPDATE").alias("_updates")]).collect()
+        F.count_if(op == "UPDATE").alias("_updates")]).withColumn("_tid", table_hash()).collect()
     out = {r["_tid"]: r.asDict(recursive=True) for r in head}
     upd = [t for t, d in out.items() if d["_updates"]]
     if upd:
         after = F.col("after")
         ok = after.isNotNull()
-        tail = (changes.where(op == "UPDATE").groupBy("_tid").agg(
+        tail = (changes.where(op == "UPDATE").groupBy(*IDENT).agg(
             F.count_if(ok).alias("_rows"), F.min(F.when(ok, kb)).alias("_min"), F.max(F.when(ok, kb)).alias("_max"),
             F.count_if(ok & kb.isNull()).alias("_unkeyed"), F.count_if(~ok).alias("orphan_updates_ignored"),
-            F.count_if(F.col("before").isNull() & ok).alias("updates_without_before")).collect())
+            F.count_if(F.col("before").isNull() & ok).alias("updates_without_before")).withColumn("_tid", table_hash()).collect())
         for r in tail:
             d = out[r["_tid"]]
             d["_rows"] += r["_rows"]
@@ -168,7 +170,8 @@ def _full_stats(changes: DataFrame, with_schema: set[str]) -> dict[str, dict[str
         F.count_if((op == "UPDATE") & F.col("before").isNull() & F.col("after").isNotNull()).alias("updates_without_before"),
         F.schema_of_variant_agg(F.when(no_schema & applied & (op != "DELETE"), F.col("after"))).alias("inferred"),
     ]
-    return {r["_tid"]: r.asDict(recursive=True) for r in changes.groupBy("_tid", *IDENT).agg(*aggs).collect()}
+    rows = changes.groupBy(*IDENT).agg(*aggs).withColumn("_tid", table_hash()).collect()
+    return {r["_tid"]: r.asDict(recursive=True) for r in rows}
 
 
 def _finish(d: dict[str, Any]) -> None:
