@@ -16,6 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdcnorm.adapters.datahub import pairing, tuple_topic
+from cdcnorm.adapters.datahub.adapter import DataHubAdapter
 from cdcnorm.adapters.replicate import values
 from cdcnorm.adapters.replicate.envelope import ENVELOPE_SCHEMA, MAGIC, envelope_bytes
 from cdcnorm.adapters.replicate.files import container_messages
@@ -145,3 +147,56 @@ def test_avro_records_without_raw_are_the_records_with_it():
             assert a.value == b.value and b.raw is None and a.raw
         else:
             assert (a.error_class, a.message, a.raw) == (b.error_class, b.message, b.raw)
+
+
+def _old_csv_row(line, cells, cols, header):
+    """`tuple_topic._csv_row` before the lazy raw form (the reference)."""
+    raw = (tuple_topic._header_line(header) if header else b"") + tuple_topic._raw_line(cells)
+    if any(tuple_topic._SURROGATE.search(c) for c in cells):
+        return ("error", "bad_encoding", raw)
+    if cols is None:
+        return ("error", "missing_schema", raw)
+    if len(cells) != len(cols):
+        return ("error", "bad_csv", raw)
+    return ("ok", dict(zip(cols, cells, strict=True)), raw)
+
+
+@pytest.mark.parametrize("cells,cols,header", [
+    (["1", "a,b", 'q"x', ""], ["w", "x", "y", "z"], ["w", "x", "y", "z"]),
+    (["1", "a\nb"], ["x", "y"], None),
+    (["1", "\udcff"], ["x", "y"], ["x", "y"]),
+    (["1"], ["x", "y"], ["x", "y"]),
+    (["1", "2"], None, None),
+    (["é", "\udc80x"], None, None),
+])
+def test_csv_rows_match_the_eager_raw_form(cells, cols, header):
+    row = tuple_topic._csv_row(3, list(cells), cols, header)
+    kind, what, raw = _old_csv_row(3, cells, cols, header)
+    got_raw = row.raw() if callable(row.raw) else row.raw
+    assert got_raw == raw and row.line == 3
+    if kind == "ok":
+        assert row.values == what and row.error is None and callable(row.raw)
+    else:
+        assert row.error.error_class == what and row.values is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8),
+                          st.decimals(allow_nan=False), st.floats(allow_nan=False),
+                          st.datetimes(timezones=st.sampled_from([None, dt.UTC]))), max_size=12))
+def test_cached_value_digests_are_the_digests(items):
+    for v in items + items:  # the second round hits the cache
+        assert pairing.value_digest(v) == pairing._digest(v)
+    assert pairing.value_digest(1) != pairing.value_digest(True) != pairing.value_digest("1")
+
+
+def test_a_topic_schema_plan_is_the_per_row_computation():
+    fields = tuple_topic.parse_tuple_schema([{"name": "_sequence_id_", "type": "STRING"}, {"name": "id", "type": "BIGINT"},
+                                       {"name": "v", "type": "DECIMAL"}])
+    adapter = DataHubAdapter()
+    types, data_fields, columns = adapter._fields_plan(fields)
+    assert types == {f.name: f.type for f in fields}
+    assert data_fields == [f.name for f in fields if f.name not in tuple_topic.META_COLUMNS] == ["id", "v"]
+    assert columns == [("id", "BIGINT"), ("v", "DECIMAL")]
+    assert adapter._fields_plan(fields)[0] is types  # cached per schema object
+    assert adapter._fields_plan(tuple(fields))[0] == types

@@ -27,9 +27,31 @@ DIGEST_HEX = 16
 """Length of the value digest that prefixes each entry of an UPDATE half's column digests."""
 
 
+_DIGESTS: dict[tuple[type, Any], str] = {}
+_DIGESTS_MAX = 8192
+
+
 def value_digest(value: Any) -> str:
     """Short stable digest of a typed value, to compare update halves' columns in Spark (equal values,
-    equal digests: Decimal 1.5 and 1.50 compare equal, as in SQL)."""
+    equal digests: Decimal 1.5 and 1.50 compare equal, as in SQL).
+
+    Digests of str, int and None are remembered: the two halves of an UPDATE repeat every unchanged value,
+    and equal values of these exact types have one encoding (floats, Decimals, datetimes are not cached:
+    equal ones can differ, e.g. -0.0 and 0.0).
+    """
+    t = type(value)
+    if t is str or t is int or value is None:
+        key = (t, value)
+        digest = _DIGESTS.get(key)
+        if digest is None:
+            if len(_DIGESTS) >= _DIGESTS_MAX:
+                _DIGESTS.clear()
+            digest = _DIGESTS[key] = _digest(value)
+        return digest
+    return _digest(value)
+
+
+def _digest(value: Any) -> str:
     try:
         data = tuple_codec.encode((value,))
     except (TypeError, ValueError, OverflowError):
