@@ -24,6 +24,7 @@ from cdcnorm.adapters.replicate.files import container_messages
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.containers import AvroFile, open_source
 from cdcnorm.errors import DecodeError
+from decoded import decode_files
 
 TYPES = {f"c_{t.lower()}": t for t in values.TYPES} | {"c_unknown": "GEOMETRY", "c_none": None}
 
@@ -234,3 +235,13 @@ def test_decode_row_types_values_as_convert_does():
                         if k not in tuple_topic.META_COLUMNS}
     assert list(ev.image) == ["a", "b", "c", "d", "e", "f"] and ev.missing == ["g"]
     assert tuple_topic.converters(types) is tuple_topic.converters(types)
+
+
+def test_an_envelope_quarantined_from_a_container_keeps_its_message_bytes(tmp_path):
+    """End to end: a DT whose schema is unknown is quarantined with the Kafka message bytes (the lazy raw)."""
+    path = tmp_path / "topic" / "part-00000.avro"
+    path.parent.mkdir()
+    path.write_bytes(_container([_ENVELOPES[0], _ENVELOPES[3]]))
+    rows = decode_files("replicate", [path], prescan=False)
+    assert [(r["_kind"], r["_rule"]) for r in rows] == [("quarantine", "schema_not_found")] * 2
+    assert [r["_raw"] for r in rows] == [envelope_bytes(_ENVELOPES[0]), envelope_bytes(_ENVELOPES[3])]
