@@ -203,40 +203,6 @@ def test_a_topic_schema_plan_is_the_per_row_computation():
     assert adapter._fields_plan(tuple(fields))[0] == types
 
 
-TUPLE_TYPES = [*tuple_topic.TUPLE_TYPES, "GEOMETRY"]
-TUPLE_ODD = ["", " ", "0042", "-7", "12.0", "1e3", "9" * 30, "abc", "true", "Y", "no", "1.50", "NaN", "١٢",
-             "1714557600000000", "-1", 5, 2**70, 1.5, True, Decimal("2.50"), dt.datetime(2024, 1, 2), [1]]
-
-
-def _convert_outcome(fn):
-    try:
-        v = fn()
-    except DecodeError as exc:
-        return ("error", exc.error_class, exc.message)
-    except Exception as exc:  # noqa: BLE001 - whatever escapes must escape both paths alike
-        return ("raised", type(exc).__name__, str(exc))
-    return ("ok", type(v).__name__, repr(v))
-
-
-@pytest.mark.parametrize("vtype", TUPLE_TYPES)
-def test_tuple_converters_match_convert(vtype):
-    conv = tuple_topic.converters({"col": vtype})["col"]
-    for v in TUPLE_ODD:
-        assert _convert_outcome(lambda v=v: conv(v)) == _convert_outcome(
-            lambda v=v: tuple_topic.convert(v, vtype, "col")), (vtype, v)
-
-
-def test_decode_row_types_values_as_convert_does():
-    types = {"a": "BIGINT", "b": "STRING", "c": "DECIMAL", "d": None}
-    row = {"_operation_type_": "I", "_sequence_id_": "12", "a": "7", "b": 3, "c": "", "d": "x", "e": "y",
-           "f": None}
-    ev = tuple_topic.decode_row(row, types, ["a", "b", "c", "d", "g"])
-    assert ev.image == {k: tuple_topic.convert(v, types.get(k), k) for k, v in row.items()
-                        if k not in tuple_topic.META_COLUMNS}
-    assert list(ev.image) == ["a", "b", "c", "d", "e", "f"] and ev.missing == ["g"]
-    assert tuple_topic.converters(types) is tuple_topic.converters(types)
-
-
 def test_an_envelope_quarantined_from_a_container_keeps_its_message_bytes(tmp_path):
     """End to end: a DT whose schema is unknown is quarantined with the Kafka message bytes (the lazy raw)."""
     path = tmp_path / "topic" / "part-00000.avro"

@@ -213,46 +213,6 @@ def convert(value: Any, vtype: str | None, column: str) -> Any:
     return value
 
 
-def _converter(vtype: str, column: str) -> Callable[[Any], Any] | None:
-    """`convert` for one field type, the type dispatch done once (None: values are kept as they are)."""
-    if vtype == "STRING":
-        return lambda v: v if isinstance(v, str) else str(v)
-    if vtype in _INT_RANGES:
-        def typed(v: Any) -> Any:
-            return _int(v, vtype, column)
-    elif vtype in ("FLOAT", "DOUBLE"):
-        def typed(v: Any) -> Any:
-            return _float(v, column)
-    elif vtype == "DECIMAL":
-        def typed(v: Any) -> Any:
-            return _decimal(v, column)
-    elif vtype == "BOOLEAN":
-        def typed(v: Any) -> Any:
-            return _bool(v, column)
-    elif vtype == "TIMESTAMP":
-        def typed(v: Any) -> Any:
-            return _timestamp(v, column)
-    else:
-        def typed(v: Any) -> Any:
-            return v
-    return lambda v: None if isinstance(v, str) and v == "" else typed(v)
-
-
-_PLANS: dict[int, tuple[Mapping[str, str], dict[str, Callable[[Any], Any] | None]]] = {}
-
-
-def converters(types: Mapping[str, str]) -> dict[str, Callable[[Any], Any] | None]:
-    """Per field, its :func:`convert` with the type dispatch done (once per topic schema object)."""
-    hit = _PLANS.get(id(types))
-    if hit is not None and hit[0] is types:
-        return hit[1]
-    plan = {k: None if t is None else _converter(t, k) for k, t in types.items()}
-    if len(_PLANS) >= 256:
-        _PLANS.clear()
-    _PLANS[id(types)] = (types, plan)
-    return plan
-
-
 def _sequence(row: Mapping[str, Any]) -> tuple[int | tuple | str | None, str]:
     """(comparable sequence, raw text): `_sequence_id_` as an integer; the legacy binlog-file-offset as
     the tuple of its numbers (file number, offset), so both compare numerically; None for the full-load
@@ -339,15 +299,7 @@ def decode_row(
     seq, seq_raw = _sequence(row)
     time_col = next((c for c in TIME_COLUMNS if c in row), None)
     source_ts = execute_time(row.get(time_col), (types or {}).get(time_col)) if time_col else None
-    if types is None:
-        image = {k: v for k, v in row.items() if k not in META_COLUMNS}
-    else:
-        conv = converters(types).get
-        image = {}
-        for k, v in row.items():
-            if k not in META_COLUMNS:
-                fn = conv(k) if v is not None else None
-                image[k] = v if fn is None else fn(v)
+    image = {k: convert(v, (types or {}).get(k), k) for k, v in row.items() if k not in META_COLUMNS}
     missing = [f for f in fields if f not in image] if fields is not None else None
     return TupleEvent(seq, seq_raw, op, role, source_ts, _text(row.get(TABLE_COLUMN)), image, missing)
 
