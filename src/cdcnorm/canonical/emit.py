@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from collections.abc import Callable
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
@@ -249,7 +250,7 @@ class BatchBuilder:
     def __init__(self) -> None:
         self._rows: list[tuple] = []
         self._origin: tuple = _NO_ORIGIN
-        self._raw: bytes | None = None
+        self._raw: bytes | Callable[[], bytes] | None = None
         self._counted = True
         self._open = False
         self._vendor: str | None = None
@@ -263,8 +264,12 @@ class BatchBuilder:
         self._vendor, self._format = vendor, fmt
 
     def begin_record(self, uri: str | None, index: int | None, partition: str | None = None,
-                     offset: str | None = None, raw: bytes | None = None) -> None:
-        """Start the outcomes of one input record (its origin; raw bytes are kept for the quarantine)."""
+                     offset: str | None = None, raw: bytes | Callable[[], bytes] | None = None) -> None:
+        """Start the outcomes of one input record (its origin; raw bytes are kept for the quarantine).
+
+        `raw` may be a function returning the bytes: called only if the record is quarantined (a container
+        whose records must be re-encoded to give their message bytes pays for that only on failure).
+        """
         self.end_record()
         self._origin = (uri, partition, offset, index, False)
         self._raw = raw
@@ -333,8 +338,9 @@ class BatchBuilder:
 
     def quarantine(self, error_class: str, message: str, raw: bytes | None = None) -> None:
         """Quarantine the current record with a stable reason tag and a message a person can act on."""
-        self._row(KIND_QUARANTINE, _rule=error_class, _message=message,
-                  _raw=raw if raw is not None else self._raw)
+        if raw is None:
+            raw = self._raw() if callable(self._raw) else self._raw
+        self._row(KIND_QUARANTINE, _rule=error_class, _message=message, _raw=raw)
 
     def metadata(self, rule: str = "metadata") -> None:
         """The current record carried only metadata (e.g. a schema message)."""

@@ -89,9 +89,12 @@ class AvroFile:
     `header_bytes`), look at `writer_schema`, then iterate :meth:`records`.
     """
 
-    def __init__(self, src: Source, prepare_schema: Callable[[Any], Any] | None = None):
+    def __init__(self, src: Source, prepare_schema: Callable[[Any], Any] | None = None, keep_raw: bool = True):
+        """`keep_raw=False`: records carry no raw bytes (None), for readers that never quarantine a decoded
+        record with its datum bytes (copying each datum out of its block is then saved)."""
         self._src = src
         self._prepare = prepare_schema
+        self._keep_raw = keep_raw
         self.writer_schema: Any = None
         self.metadata: dict[str, bytes] = {}
         self.codec = "null"
@@ -200,17 +203,22 @@ class AvroFile:
             self._last_error = f"the block cannot be decompressed: {exc}"
             return
         buf = body.getbuffer()
-        decoded = []
-        for _ in range(count):
-            at = body.tell()
-            try:
-                value = fastavro.schemaless_reader(body, self._parsed, None)
-            except Exception as exc:  # noqa: BLE001 - any decode failure is damage
-                self._last_error = f"{type(exc).__name__}: {exc}"
-                break
-            decoded.append((bytes(buf[at:body.tell()]), value))
-        if self._last_error is None and not partial and body.tell() != len(buf):
-            self._last_error = f"{len(buf) - body.tell()} bytes left over after {count} records"
+        size = len(buf)
+        decoded: list = []
+        read, parsed, tell = fastavro.schemaless_reader, self._parsed, body.tell
+        try:
+            if self._keep_raw:
+                for _ in range(count):
+                    at = tell()
+                    value = read(body, parsed, None)
+                    decoded.append((bytes(buf[at:tell()]), value))
+            else:
+                for _ in range(count):
+                    decoded.append((None, read(body, parsed, None)))
+        except Exception as exc:  # noqa: BLE001 - any decode failure is damage
+            self._last_error = f"{type(exc).__name__}: {exc}"
+        if self._last_error is None and not partial and tell() != size:
+            self._last_error = f"{size - tell()} bytes left over after {count} records"
             decoded = []
         del buf
         self._last_count = len(decoded)

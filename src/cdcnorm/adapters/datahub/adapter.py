@@ -65,6 +65,7 @@ class DataHubAdapter(Adapter):
     def __init__(self, options: dict[str, Any] | AdapterOptions | None = None):
         super().__init__(options)
         self._versions = SchemaVersions()
+        self._field_plans: dict[int, tuple[tuple, tuple]] = {}
 
     # -- detection ------------------------------------------------------------------------------------------
     @classmethod
@@ -235,9 +236,22 @@ class DataHubAdapter(Adapter):
         return next((keys[n] for n in names if n and n in keys), None)
 
     # -- TUPLE ----------------------------------------------------------------------------------------------
+    def _fields_plan(self, fields: tuple) -> tuple:
+        """(type by name, data field names, (name, type) columns) of a topic schema: once per schema, not per
+        row (the schema is the same object for every row of a file)."""
+        hit = self._field_plans.get(id(fields))
+        if hit is not None and hit[0] is fields:
+            return hit[1]
+        types = {f.name: f.type for f in fields}
+        data_fields = [f.name for f in fields if f.name not in tup.META_COLUMNS]
+        plan = (types, data_fields, [(n, types[n]) for n in data_fields])
+        if len(self._field_plans) >= 256:
+            self._field_plans.clear()
+        self._field_plans[id(fields)] = (fields, plan)
+        return plan
+
     def _tuple(self, row: Mapping[str, Any], where: Where, fields: tuple | None, flags: list[str]) -> list:
-        types = {f.name: f.type for f in fields} if fields else None
-        data_fields = [f.name for f in fields if f.name not in tup.META_COLUMNS] if fields else None
+        types, data_fields, columns = self._fields_plan(fields) if fields else (None, None, None)
         ev = tup.decode_row(row, types, data_fields)
         o = self.options
         table = ev.table or o.table or where.table
@@ -268,8 +282,8 @@ class DataHubAdapter(Adapter):
         if types is not None and any(k not in types for k in ev.image) and "no_schema" not in b.flags:
             b.flags.append("no_schema")
         out: list = []
-        if data_fields is not None:
-            out.extend(self._versions.version(b, [(n, types[n]) for n in data_fields], tup.TUPLE_TYPES))
+        if columns is not None:
+            out.extend(self._versions.version(b, columns, tup.TUPLE_TYPES))
         out.append(dml_change(b, TUPLE_OPS[ev.op_letter], ev.role, ev.image, ev.missing))
         return out
 

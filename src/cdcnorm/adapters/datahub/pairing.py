@@ -10,8 +10,10 @@ separately delivered halves of the same change, so the row does not depend on wh
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -27,9 +29,37 @@ DIGEST_HEX = 16
 """Length of the value digest that prefixes each entry of an UPDATE half's column digests."""
 
 
+_DIGESTS: dict[tuple[type, Any], str] = {}
+_DIGESTS_MAX = 8192
+
+
 def value_digest(value: Any) -> str:
     """Short stable digest of a typed value, to compare update halves' columns in Spark (equal values,
-    equal digests: Decimal 1.5 and 1.50 compare equal, as in SQL)."""
+    equal digests: Decimal 1.5 and 1.50 compare equal, as in SQL).
+
+    Digests are remembered for the values whose key below determines their encoding: the two halves of an
+    UPDATE repeat every unchanged value. Equal str, int, bool and None values encode alike; a Decimal is keyed
+    by its text (1.5 and 1.50 are two keys), a datetime only in UTC (equal datetimes of one zone with a fold
+    can be different instants). Floats are not cached (-0.0 == 0.0).
+    """
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        key: Any = (t, value)
+    elif t is Decimal:
+        key = (t, str(value))
+    elif t is dt.datetime and value.tzinfo is dt.UTC:
+        key = (t, value)
+    else:
+        return _digest(value)
+    digest = _DIGESTS.get(key)
+    if digest is None:
+        if len(_DIGESTS) >= _DIGESTS_MAX:
+            _DIGESTS.clear()
+        digest = _DIGESTS[key] = _digest(value)
+    return digest
+
+
+def _digest(value: Any) -> str:
     try:
         data = tuple_codec.encode((value,))
     except (TypeError, ValueError, OverflowError):

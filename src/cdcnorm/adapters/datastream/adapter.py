@@ -199,7 +199,7 @@ class DatastreamAdapter(Adapter):
 
     # -- Avro ---------------------------------------------------------------------------------------------------
     def _read_avro(self, path: str, src: containers.Source, out: BatchBuilder) -> Iterator[None]:
-        file = containers.AvroFile(src, prepare_schema=dtypes.strip_logical_types)
+        file = containers.AvroFile(src, prepare_schema=dtypes.strip_logical_types, keep_raw=False)
         try:
             file.read_header()
         except containers.AvroHeaderError as exc:

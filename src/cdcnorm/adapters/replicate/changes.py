@@ -15,7 +15,7 @@ from cdcnorm.adapters.replicate.envelope import Envelope
 from cdcnorm.adapters.replicate.masks import DecodedMask, resolve
 from cdcnorm.adapters.replicate.naming import VENDOR, Context, is_control, place
 from cdcnorm.adapters.replicate.positions import data_positions, ddl_positions, instant
-from cdcnorm.adapters.replicate.values import canonical_type, typed
+from cdcnorm.adapters.replicate.values import canonical_type, converters, typed_with
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion, split_key_change
 from cdcnorm.errors import DecodeError
 
@@ -68,13 +68,13 @@ def data_changes(r: DataMessage, source_db: str | None) -> list[Change]:
     if entry is None or entry.get("origin") == "registry":
         flags.append("no_schema")
     if entry is not None:
-        names, types, pks, ordered, ncols, masks = _plan(entry)
+        names, types, pks, ordered, ncols, masks, convs = _plan(entry)
         pks = list(pks)
     else:
         names, types, pks = {i + 1: k for i, k in enumerate(r.image)}, {}, []
-        ordered, ncols, masks = [n for _, n in sorted(names.items())], max(names, default=0), None
-    data = typed(r.data, types, flags)
-    before = typed(r.before, types, flags)
+        ordered, ncols, masks, convs = [n for _, n in sorted(names.items())], max(names, default=0), None, {}
+    data = typed_with(r.data, types, convs, flags)
+    before = typed_with(r.before, types, convs, flags)
     changed = _resolve(r.headers.get("changeMask"), names, ncols, masks)
     present = _resolve(r.headers.get("columnMask"), names, ncols, masks)
     if changed.beyond or present.beyond:
@@ -187,21 +187,21 @@ def schema_version(
     )
 
 
-_Plan = tuple[dict[int, str], dict[str, Any], list[str], list[str], int, dict[Any, DecodedMask]]
+_Plan = tuple[dict[int, str], dict[str, Any], list[str], list[str], int, dict[Any, DecodedMask], dict[str, Any]]
 _PLANS: dict[int, tuple[dict[str, Any], _Plan]] = {}
 
 
 def _plan(entry: dict[str, Any]) -> _Plan:
     """What a catalog entry's messages need of its columns, computed once per entry instead of per message:
     (name by ordinal, type by name, key columns by pk position, names in ordinal order, highest ordinal, and
-    a cache of the masks resolved against these columns)."""
+    a cache of the masks resolved against these columns, the value converters by name)."""
     cached = _PLANS.get(id(entry))
     if cached is not None and cached[0] is entry:
         return cached[1]
     names = {c["ordinal"]: c["name"] for c in entry["columns"]}
     types = {c["name"]: c.get("type") for c in entry["columns"]}
     pks = [c["name"] for c in sorted(entry["columns"], key=lambda c: c["pk_position"]) if c["pk_position"]]
-    plan = (names, types, pks, [n for _, n in sorted(names.items())], max(names, default=0), {})
+    plan = (names, types, pks, [n for _, n in sorted(names.items())], max(names, default=0), {}, converters(types))
     if len(_PLANS) >= 4096:
         _PLANS.clear()
     _PLANS[id(entry)] = (entry, plan)

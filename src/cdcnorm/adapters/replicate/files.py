@@ -73,13 +73,15 @@ def _container_kind(writer_schema: Any) -> str | None:
 
 
 def container_messages(
-    src: containers.Source, md_only: bool = False
+    src: containers.Source, md_only: bool = False, lazy_raw: bool = False
 ) -> Iterator[tuple[containers.Record | containers.Damage, bytes | None]]:
     """An Avro container's records as the message each holds: Event Hubs Capture `EventData` (Body is the
     message) or `MessageEnvelope` records (what a Kafka-to-storage sink with the Avro format writes); the
     header's damage or an unknown record shape is one Damage / DecodeError item. `md_only`: envelopes that
-    are not MD are not re-encoded (the metadata scan)."""
-    avro = containers.AvroFile(src)
+    are not MD are not re-encoded (the metadata scan). `lazy_raw` (the decoder): an envelope whose decoded
+    form is used as is (:func:`decoded_envelope`) and whose re-encoding cannot fail gets, as raw, a function
+    that re-encodes it (called only for a quarantine) and None as its message bytes."""
+    avro = containers.AvroFile(src, keep_raw=False)
     try:
         avro.read_header()
     except containers.AvroHeaderError as exc:
@@ -105,6 +107,9 @@ def container_messages(
             yield item, item.raw
         elif md_only and item.value.get("type") != "MD":
             yield item, None
+        elif lazy_raw and (env := decoded_envelope(item.value)) is not None and _encodable(item.value):
+            item.raw, item.value = _LazyEnvelope(item.value), ("envelope", None, None, env)  # type: ignore[assignment]
+            yield item, None
         else:
             try:
                 item.raw, item.value = envelope_bytes(item.value), ("envelope", None, None,
@@ -112,6 +117,29 @@ def container_messages(
             except DecodeError as exc:
                 item.raw, item.value = orjson.dumps(item.value, default=repr), exc
             yield item, item.raw if not isinstance(item.value, DecodeError) else None
+
+
+def _encodable(rec: dict[str, Any]) -> bool:
+    """`envelope_bytes(rec)` cannot fail: with `decoded_envelope(rec)` not None, only `headers` is left to check
+    (null or a map of strings)."""
+    headers = rec.get("headers")
+    return headers is None or (type(headers) is dict and all(
+        type(k) is str and type(v) is str for k, v in headers.items()))
+
+
+class _LazyEnvelope:
+    """A container record's Kafka message bytes, re-encoded when called (only a quarantined record's raw)."""
+
+    __slots__ = ("_rec",)
+
+    def __init__(self, rec: dict[str, Any]):
+        self._rec = rec
+
+    def __call__(self) -> bytes:
+        try:
+            return envelope_bytes(self._rec)
+        except DecodeError:  # pragma: no cover - `_encodable` rules it out; the eager path's raw then
+            return orjson.dumps(self._rec, default=repr)
 
 
 def metadata_in_file(fh: IO[bytes]) -> list[dict[str, Any]]:
@@ -145,17 +173,28 @@ def read_container(path: str, src: containers.Source, out: BatchBuilder, decode_
                     "raw": item.raw}
         return {"index": item.index, "partition": partition, "raw": item.raw}
 
+    times: dict[Any, dt.datetime | None] = {}  # a Capture file's messages share a few enqueued times
+
     def decode(rec: containers.Record) -> None:
         if isinstance(rec.value, DecodeError):
             out.set_context(VENDOR, FMT_AVRO)
             raise rec.value
-        ctx = Context(base.topic, base.file_stream, enqueued_time(rec.value[2]))
+        text = rec.value[2]
+        if type(text) is str:
+            at = times.get(text, times)
+            if at is times:
+                if len(times) >= 4096:
+                    times.clear()
+                at = times[text] = enqueued_time(text)
+        else:
+            at = enqueued_time(text)
+        ctx = Context(base.topic, base.file_stream, at)
         if len(rec.value) > 3 and rec.value[3] is not None:
             decode_value(rec.raw, ctx, out, rec.value[3])
         else:
             decode_value(rec.raw, ctx, out)
 
-    yield from containers.each_record(path, (item for item, _ in container_messages(src)), out, decode,
+    yield from containers.each_record(path, (item for item, _ in container_messages(src, lazy_raw=True)), out, decode,
                                       origin)
 
 

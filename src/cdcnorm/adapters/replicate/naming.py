@@ -39,8 +39,19 @@ def split_name(name: str) -> tuple[str | None, str]:
     return schema or None, table
 
 
+_CONTROL: dict[tuple[str | None, str | None], bool] = {}
+
+
 def is_control(table: str | None, topic: str | None) -> bool:
-    return any(n and n.casefold().startswith(CONTROL_PREFIX) for n in (table, topic))
+    """A Replicate control table (`attrep_...`) by its table or topic name (remembered per pair: every
+    message asks)."""
+    key = (table, topic)
+    hit = _CONTROL.get(key)
+    if hit is None:
+        if len(_CONTROL) >= 4096:
+            _CONTROL.clear()
+        hit = _CONTROL[key] = any(n and n.casefold().startswith(CONTROL_PREFIX) for n in (table, topic))
+    return hit
 
 
 def place(source_db: str | None, schema: str | None) -> tuple[str | None, str | None]:
