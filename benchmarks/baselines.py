@@ -193,7 +193,33 @@ def _cpu_ticks(pid: int) -> tuple[tuple[int, int], int] | None:
     return (pid, int(fields[19])), int(fields[11]) + int(fields[12])
 
 
-class CpuMeter:
+class _Sampler:
+    """Calls `_sample` every `interval` seconds on a thread of its own, from `_start` to `_finish`."""
+
+    def __init__(self, interval: float):
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _sample(self) -> object:
+        raise NotImplementedError
+
+    def _start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def _finish(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+class CpuMeter(_Sampler):
     """CPU seconds used by this process and all its descendants (JVM, Python workers, fastavro processes).
 
     On a shared machine wall time depends on the neighbours, the CPU time of our own processes much less, so
@@ -202,13 +228,11 @@ class CpuMeter:
     """
 
     def __init__(self, interval: float = 0.2):
-        self.interval = interval
+        super().__init__(interval)
         self._base: dict[tuple[int, int], int] = {}
         self._last: dict[tuple[int, int], int] = {}
         self._kind: dict[tuple[int, int], str] = {}
         self._hwm: dict[tuple[int, int], float] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.seconds = 0.0
 
     def _sample(self) -> None:
@@ -241,19 +265,11 @@ class CpuMeter:
     def __enter__(self) -> CpuMeter:
         self._sample()
         self._base = dict(self._last)
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        self._start()
         return self
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self._sample()
-
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._finish()
         self._sample()
         ticks = sum(v - self._base.get(k, 0) for k, v in self._last.items())
         self.seconds = ticks / os.sysconf("SC_CLK_TCK")
@@ -275,7 +291,7 @@ def reset_peaks(spark: SparkSession) -> None:
             pass
 
 
-class HeapAfterGc:
+class HeapAfterGc(_Sampler):
     """The most JVM heap still in use right after a garbage collection, sampled while measuring.
 
     Why after GC: heap in use between collections is mostly garbage waiting to be collected, so only what a
@@ -284,14 +300,12 @@ class HeapAfterGc:
     the maximum is kept, with the heap's maximum size to compare it with."""
 
     def __init__(self, spark: SparkSession, interval: float = 1.0):
+        super().__init__(interval)
         self._jvm = spark.sparkContext._jvm
-        self.interval = interval
         self.peak_mb = 0.0
         self.max_mb = self._jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**20
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def sample(self) -> float:
+    def _sample(self) -> float:
         mf = self._jvm.java.lang.management.ManagementFactory
         used = 0
         for pool in mf.getMemoryPoolMXBeans():
@@ -303,18 +317,10 @@ class HeapAfterGc:
         return mb
 
     def __enter__(self) -> HeapAfterGc:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        self._start()
         return self
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.sample()
-
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._finish()
         self._jvm.java.lang.System.gc()  # what the run leaves held, once collected
-        self.sample()
+        self._sample()
