@@ -142,18 +142,17 @@ def batch_entries(rows: DataFrame, plan: TablePlan, ranges: int | None = None) -
     return rows.select(*sel)
 
 
-def with_carried(df: DataFrame, cols, row: Column, after: str = "after", key: str = "key", missing: str = "_m",
-                 prefix: str = "_") -> DataFrame:
-    """`df` with, per column `c` (index i), `<prefix>v<i>`: its typed value in the change and `<prefix>c<i>`:
-    whether the change carries it. `row`: the rows to look into (not a DELETE; tested first, so no other row is
-    looked into). Carried: the after image has the field and `missing` does not list it, else the change's key
-    has it (partial images keep their key columns).
+def with_carried(df: DataFrame, cols, row: Column) -> DataFrame:
+    """`df` (with `after`, `key` and `_m`, the missing columns) with, per column `c` (index i), `_v<i>`: its typed
+    value in the change and `_c<i>`: whether the change carries it. `row`: the rows to look into (not a DELETE;
+    tested first, so no other row is looked into). Carried: the after image has the field and `_m` does not list
+    it, else the change's key has it (partial images keep their key columns).
 
     Why three selects: a typed value proves the field is there (one lookup); only a null one (a JSON null or a
     cast failure) needs the field itself, and only a field the image lacks needs the key. Written as one
     expression, the value and the carried flag share those tests, and Spark's common-subexpression elimination
     then evaluates every lookup of every row eagerly (about 1.5 CPU s per million changes of four columns)."""
-    a, k, m = F.col(after), F.col(key), F.col(missing)
+    a, k, m = F.col("after"), F.col("key"), F.col("_m")
     typed, in_after, in_key, out = [], [], [], []
     for i, c in enumerate(cols):
         path = variant_path(c.name)
@@ -166,16 +165,16 @@ def with_carried(df: DataFrame, cols, row: Column, after: str = "after", key: st
             a_field, k_field = F.try_variant_get(a, path, "variant"), F.try_variant_get(k, path, "variant")
             a_val = extract_field(a, path, c.type, c.canonical_type, c.naive_utc)
             k_val = extract_field(k, path, c.type, c.canonical_type, c.naive_utc)
-        av, ia, ik = F.col(f"{prefix}a{i}"), F.col(f"{prefix}ia{i}"), F.col(f"{prefix}ik{i}")
-        typed.append(F.when(row, a_val).alias(f"{prefix}a{i}"))
-        in_after.append((row & (av.isNotNull() | a_field.isNotNull()) & ~F.array_contains(m, c.name)).alias(f"{prefix}ia{i}"))
-        in_key.append((~ia & row & k_field.isNotNull()).alias(f"{prefix}ik{i}"))
-        out += [F.when(ia, av).when(ik, k_val).cast(spark_type(c.type)).alias(f"{prefix}v{i}"),
-                (ia | ik).alias(f"{prefix}c{i}")]
+        av, ia, ik = F.col(f"_a{i}"), F.col(f"_ia{i}"), F.col(f"_ik{i}")
+        typed.append(F.when(row, a_val).alias(f"_a{i}"))
+        in_after.append((row & (av.isNotNull() | a_field.isNotNull()) & ~F.array_contains(m, c.name)).alias(f"_ia{i}"))
+        in_key.append((~ia & row & k_field.isNotNull()).alias(f"_ik{i}"))
+        out += [F.when(ia, av).when(ik, k_val).cast(spark_type(c.type)).alias(f"_v{i}"),
+                (ia | ik).alias(f"_c{i}")]
     if not cols:
         return df
     names = df.columns
-    df = df.select(*names, *typed).select(*names, *[f"{prefix}a{i}" for i in range(len(cols))], *in_after)
+    df = df.select(*names, *typed).select(*names, *[f"_a{i}" for i in range(len(cols))], *in_after)
     df = df.select("*", *in_key)
     return df.select(*names, *out)
 

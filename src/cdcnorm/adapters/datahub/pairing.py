@@ -11,6 +11,7 @@ separately delivered halves of the same change, so the row does not depend on wh
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 from collections.abc import Mapping
 from decimal import Decimal
@@ -29,10 +30,6 @@ DIGEST_HEX = 16
 """Length of the value digest that prefixes each entry of an UPDATE half's column digests."""
 
 
-_DIGESTS: dict[tuple[type, Any], str] = {}
-_DIGESTS_MAX = 8192
-
-
 def value_digest(value: Any) -> str:
     """Short stable digest of a typed value, to compare update halves' columns in Spark (equal values,
     equal digests: Decimal 1.5 and 1.50 compare equal, as in SQL).
@@ -43,20 +40,17 @@ def value_digest(value: Any) -> str:
     can be different instants). Floats are not cached (-0.0 == 0.0).
     """
     t = type(value)
-    if t is str or t is int or t is bool or value is None:
-        key: Any = (t, value)
-    elif t is Decimal:
-        key = (t, str(value))
-    elif t is dt.datetime and value.tzinfo is dt.UTC:
-        key = (t, value)
-    else:
-        return _digest(value)
-    digest = _DIGESTS.get(key)
-    if digest is None:
-        if len(_DIGESTS) >= _DIGESTS_MAX:
-            _DIGESTS.clear()
-        digest = _DIGESTS[key] = _digest(value)
-    return digest
+    if t is str or t is int or t is bool or value is None or (t is dt.datetime and value.tzinfo is dt.UTC):
+        return _remembered_digest(t, value)
+    if t is Decimal:
+        return _remembered_digest(t, str(value))
+    return _digest(value)
+
+
+@functools.lru_cache(maxsize=8192)
+def _remembered_digest(t: type, key: Any) -> str:
+    """:func:`_digest` of the value `key` stands for (a Decimal's text, else the value itself)."""
+    return _digest(Decimal(key) if t is Decimal else key)
 
 
 def _digest(value: Any) -> str:

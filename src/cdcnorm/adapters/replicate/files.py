@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Callable, Iterator
 from typing import IO, Any
@@ -142,6 +143,10 @@ class _LazyEnvelope:
             return orjson.dumps(self._rec, default=repr)
 
 
+_enqueued_time_of_text = functools.lru_cache(maxsize=4096)(enqueued_time)
+"""A Capture file's messages share a few enqueued times: each text is parsed once."""
+
+
 def metadata_in_file(fh: IO[bytes]) -> list[dict[str, Any]]:
     """MD catalog entries in one file (the pipeline's first pass over file inputs), streamed."""
     src = containers.open_source(fh)
@@ -173,21 +178,12 @@ def read_container(path: str, src: containers.Source, out: BatchBuilder, decode_
                     "raw": item.raw}
         return {"index": item.index, "partition": partition, "raw": item.raw}
 
-    times: dict[Any, dt.datetime | None] = {}  # a Capture file's messages share a few enqueued times
-
     def decode(rec: containers.Record) -> None:
         if isinstance(rec.value, DecodeError):
             out.set_context(VENDOR, FMT_AVRO)
             raise rec.value
         text = rec.value[2]
-        if type(text) is str:
-            at = times.get(text, times)
-            if at is times:
-                if len(times) >= 4096:
-                    times.clear()
-                at = times[text] = enqueued_time(text)
-        else:
-            at = enqueued_time(text)
+        at = _enqueued_time_of_text(text) if type(text) is str else enqueued_time(text)
         ctx = Context(base.topic, base.file_stream, at)
         if len(rec.value) > 3 and rec.value[3] is not None:
             decode_value(rec.raw, ctx, out, rec.value[3])

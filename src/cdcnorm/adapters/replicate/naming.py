@@ -12,6 +12,7 @@ name: a topic split over many files is one stream, and a redelivery in another f
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -39,19 +40,11 @@ def split_name(name: str) -> tuple[str | None, str]:
     return schema or None, table
 
 
-_CONTROL: dict[tuple[str | None, str | None], bool] = {}
-
-
+@functools.lru_cache(maxsize=4096)
 def is_control(table: str | None, topic: str | None) -> bool:
     """A Replicate control table (`attrep_...`) by its table or topic name (remembered per pair: every
     message asks)."""
-    key = (table, topic)
-    hit = _CONTROL.get(key)
-    if hit is None:
-        if len(_CONTROL) >= 4096:
-            _CONTROL.clear()
-        hit = _CONTROL[key] = any(n and n.casefold().startswith(CONTROL_PREFIX) for n in (table, topic))
-    return hit
+    return any(n and n.casefold().startswith(CONTROL_PREFIX) for n in (table, topic))
 
 
 def place(source_db: str | None, schema: str | None) -> tuple[str | None, str | None]:
