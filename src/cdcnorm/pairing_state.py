@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from cdcnorm.canonical.emit import Bookkeeping as B
@@ -72,7 +72,8 @@ class Pairing:
     supersede: DataFrame
     """(`_sup_id`, `_supersedes`): paired rows' event ids and the orphan each one replaces"""
     counts: DataFrame
-    """one row: `held_in` / `held_out` (records waiting at the start / end) and `state_rows` (live entries after)"""
+    """rows whose sums are `held_in` / `held_out` (records waiting at the start / end) and `state_rows` (live
+    entries after): summed by the report's aggregation"""
 
 
 def event_time() -> Column:
@@ -166,8 +167,9 @@ def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_second
                            .when(F.col("_releasable"), "release")
                            .otherwise("hold"))
                .select(B.PAIR, "_decision"))
-    pool.join(decided, B.PAIR).write.mode("overwrite").parquet(stage_path)
-    pooled = spark.read.parquet(stage_path)
+    staged = pool.join(decided, B.PAIR)
+    staged.write.mode("overwrite").parquet(stage_path)
+    pooled = spark.read.schema(staged.schema).parquet(stage_path)  # the schema given: no inference job
 
     # the orphans a pair replaces: a late partner's ("late": the orphan is re-injected to pair with it), and
     # the orphan of a half redelivered with its partner ("pair": the redelivered copy pairs, the orphan stays
@@ -193,13 +195,21 @@ def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_second
     ids = adapter.paired_event_ids(F.col(B.PAIR))
     supersede = (late.select(F.explode(ids).alias("_sup_id"), F.col("_m_id").alias("_supersedes"))
                  .groupBy("_sup_id").agg(F.min("_supersedes").alias("_supersedes")))
+    return Pairing(out, entries, dropped, supersede, _count_rows(pooled, state, entries))
+
+
+def _count_rows(pooled: DataFrame, state: DataFrame, entries: DataFrame) -> DataFrame:
+    """Rows whose column sums are the run's pairing figures, summed by the run's one report aggregation: no
+    aggregation (and no join of two aggregations, a Spark job of its own) here."""
     n = F.coalesce(F.col(B.RECORDS), F.lit(0)) + F.coalesce(F.col(B.MERGED), F.lit(0))
-    held = pooled.agg(F.sum(F.when(F.col("_from_state"), n).otherwise(0)).alias("held_in"),
-                      F.sum(F.when(F.col("_decision") == "hold", n).otherwise(0)).alias("held_out"))
-    size = (state.select(F.lit(1).alias("d"))
-            .unionByName(entries.select(F.when(F.col("entry_kind") == RELEASED, -1).otherwise(1).alias("d")))
-            .agg(F.sum("d").alias("state_rows")))
-    return Pairing(out, entries, dropped, supersede, held.crossJoin(size))
+    zero = F.lit(0).cast("long")
+    held = pooled.select(F.when(F.col("_from_state"), n).otherwise(0).cast("long").alias("held_in"),
+                         F.when(F.col("_decision") == "hold", n).otherwise(0).cast("long").alias("held_out"),
+                         zero.alias("state_rows"))
+    live = state.select(zero.alias("held_in"), zero.alias("held_out"), F.lit(1).cast("long").alias("state_rows"))
+    added = entries.select(zero.alias("held_in"), zero.alias("held_out"),
+                           F.when(F.col("entry_kind") == RELEASED, -1).otherwise(1).cast("long").alias("state_rows"))
+    return held.unionByName(live).unionByName(added)
 
 
 def _stream_of() -> Column:
@@ -222,9 +232,11 @@ def _with_release(groups: DataFrame, changes: DataFrame, state: DataFrame, wait_
 
 def _expired(orphaned: DataFrame, retention_days: int) -> DataFrame:
     """Orphans remembered longer than the retention (event time) are forgotten."""
-    newest = orphaned.agg(F.max("event_time").alias("n"))
-    limit = F.col("n") - F.make_interval(days=F.lit(int(retention_days)))
-    old = orphaned.crossJoin(newest).where(F.col("event_time").isNull() | (F.col("event_time") < limit))
+    # a window over the vendor (the state files are one vendor's), not a join with an aggregation: such a join
+    # is a broadcast, a Spark job of its own in every run that reads the state
+    limit = F.col("_newest") - F.make_interval(days=F.lit(int(retention_days)))
+    old = (orphaned.withColumn("_newest", F.max("event_time").over(Window.partitionBy("vendor")))
+           .where(F.col("event_time").isNull() | (F.col("event_time") < limit)))
     return old.select("entry_id")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark import StorageLevel
@@ -23,15 +23,12 @@ from cdcnorm.canonical.emit import (
     KIND_FILTERED,
     KIND_METADATA,
     KIND_QUARANTINE,
-    KIND_SCHEMA,
 )
 from cdcnorm.canonical.emit import Bookkeeping as B
-from cdcnorm.canonical.inferred import PREFIX, fold_versions
 from cdcnorm.canonical.schema import (
     COLUMN_NAMES,
     QUARANTINE_COLUMNS,
     SCHEMA_VERSION_COLUMNS,
-    schema_versions_schema,
 )
 from cdcnorm.errors import CdcError, UsageError
 from cdcnorm.first_pass import first_pass
@@ -56,6 +53,7 @@ from cdcnorm.pairing_state import (
 )
 from cdcnorm.pairing_state import compact as compact_halves
 from cdcnorm.pairing_state import needed as pairing_needed
+from cdcnorm.schema_rows import as_text, from_text, new_schema_rows, schema_rows
 from cdcnorm.session import get_spark, use_portable_parquet
 from cdcnorm.small_runs import planned_for
 from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
@@ -63,17 +61,39 @@ from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_
 Progress = Callable[[str], None]
 
 
-@dataclass
 class NormalizeResult:
-    """What a normalize run produced: new canonical rows, quarantine, schema versions and the run report."""
+    """What a normalize run produced: new canonical rows, quarantine, schema versions and the run report.
 
-    changes: DataFrame
-    quarantine: DataFrame
-    schemas: DataFrame
-    report: dict[str, Any]
-    run_id: str
-    lake: str | None = None
-    decoded: DataFrame | None = field(default=None, repr=False)
+    A committed run's DataFrames read its committed files, and are only built when asked for: a follow
+    micro-batch needs the report alone, and building three readers of the lake (their file listings and
+    plans) was a share of its fixed cost."""
+
+    def __init__(self, changes: DataFrame | Callable[[], DataFrame], quarantine: DataFrame | Callable[[], DataFrame],
+                 schemas: DataFrame | Callable[[], DataFrame], report: dict[str, Any], run_id: str,
+                 lake: str | None = None, decoded: DataFrame | None = None):
+        self._frames = {"changes": changes, "quarantine": quarantine, "schemas": schemas}
+        self.report, self.run_id, self.lake, self.decoded = report, run_id, lake, decoded
+
+    def _frame(self, name: str) -> DataFrame:
+        got = self._frames[name]
+        if not isinstance(got, DataFrame):
+            got = self._frames[name] = got()
+        return got
+
+    @property
+    def changes(self) -> DataFrame:
+        return self._frame("changes")
+
+    @property
+    def quarantine(self) -> DataFrame:
+        return self._frame("quarantine")
+
+    @property
+    def schemas(self) -> DataFrame:
+        return self._frame("schemas")
+
+    def __repr__(self) -> str:
+        return f"NormalizeResult(run_id={self.run_id!r}, lake={self.lake!r}, report=...)"
 
 
 def normalize(
@@ -196,17 +216,17 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
 
     now = dt.datetime.now(dt.UTC)
     quarantine = _quarantine_rows(decoded, now)
-    schemas = _schema_rows(decoded)
+    schemas = schema_rows(decoded)
     resolved = None
     if resolves is not None:
         resolved = resolves.join(quarantine.select("quarantine_id"), "quarantine_id", "left_anti").distinct()
     if lake_obj:
         quarantine = quarantine.join(lake_obj.quarantine(include_resolved=True, latest=True).select("quarantine_id"),
                                      "quarantine_id", "left_anti")
-        schemas = _new_schema_rows(schemas, lake_obj)
+        schemas = new_schema_rows(schemas, lake_obj)
 
     say("counting outcomes")
-    parts = _aggregate(decoded, marked, pairing)
+    parts = _aggregate(decoded, marked, pairing, schemas if lake_obj else None)
     report = build_report(parts, adapter, kind, inputs, n_files, skipped, run_id, started)
     if not lake_obj:
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
@@ -217,7 +237,8 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
     # a table with no new row gets no write (each write is a few Spark jobs): the counts tell without a job
     frames = {"changes": marked.where(~F.col("_dup")),
               "quarantine": quarantine if KIND_QUARANTINE in decoded_kinds else None,
-              "schemas": schemas if KIND_SCHEMA in decoded_kinds else None,
+              # the new versions came with the counts (metadata): written from the driver's texts, if any
+              "schemas": from_text(spark, parts["schemas"]) if parts["schemas"] else None,
               "quarantine_resolved": resolved.withColumn("run_id", F.lit(run_id)) if resolved is not None else None,
               "halves": pairing.entries if pairing and parts["entries"] else None}
 
@@ -234,10 +255,11 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
     if pairing:
         compact_halves(lake_obj, adapter.name)
     # the result reads the run's committed files: its staging folder (decoded rows, pairing) is removed on return
-    kept = lake_obj.run_rows("changes", run_id).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
-    quarantine = lake_obj.run_rows("quarantine", run_id).select(*[c.name for c in QUARANTINE_COLUMNS])
-    schemas = lake_obj.run_rows("schemas", run_id).select(*[c.name for c in SCHEMA_VERSION_COLUMNS])
-    return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, None)
+    return NormalizeResult(
+        lambda: lake_obj.run_rows("changes", run_id).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES]),
+        lambda: lake_obj.run_rows("quarantine", run_id).select(*[c.name for c in QUARANTINE_COLUMNS]),
+        lambda: lake_obj.run_rows("schemas", run_id).select(*[c.name for c in SCHEMA_VERSION_COLUMNS]),
+        report, run_id, lake, None)
 
 
 def _filter_files(adapter: Adapter, files: list[FileEntry], skipped: dict[str, int]
@@ -293,38 +315,6 @@ def _quarantine_rows(decoded: DataFrame, now: dt.datetime) -> DataFrame:
         qid.alias("quarantine_id"),
     )
     return out.dropDuplicates(["quarantine_id"]).select(*[c.name for c in QUARANTINE_COLUMNS])
-
-
-def _schema_rows(decoded: DataFrame) -> DataFrame:
-    doc_schema = schema_versions_schema()
-    fields = [f for f in doc_schema.fields if f.name not in ("version_id", "first_seen")]
-    parse_schema = "struct<" + ",".join(f"`{f.name}`:{f.dataType.simpleString()}" for f in fields) + ",first_seen:string>"
-    s = decoded.where(F.col(B.KIND) == KIND_SCHEMA).select(F.from_json(B.SCHEMA, parse_schema).alias("s")).select("s.*")
-    ident = F.concat_ws("\u0001", *[F.coalesce(F.col(c), F.lit("")) for c in
-                                     ("vendor", "stream", "database", "schema", "table", "schema_version")])
-    s = s.withColumn("first_seen", F.to_timestamp("first_seen")).withColumn("version_id", F.sha2(ident, 256))
-    # One row per version: the earliest file's, its inferred columns merged over every file (widening only).
-    return fold_versions(s.select(*[c.name for c in SCHEMA_VERSION_COLUMNS]))
-
-
-def _new_schema_rows(schemas: DataFrame, lake: Lake) -> DataFrame:
-    """The run's versions the lake does not hold yet, and the inferred versions this run widens.
-
-    A version with inferred (`json:`) columns is merged with the lake's (already folded) row of it; the merged
-    row is written when its columns differ from the lake's, so a later run's wider values (an int beyond 32
-    bits, a larger scale, text in a timestamp column) reach the lake as one more row of the version, which
-    every reader folds (cdcnorm.canonical.inferred.fold_versions). Declared versions are written once.
-    """
-    names = [c.name for c in SCHEMA_VERSION_COLUMNS]
-    stored = lake.schemas(latest=True)
-    inferred = F.exists("columns", lambda c: F.coalesce(c["vendor_type"].startswith(PREFIX), F.lit(False)))
-    declared = schemas.where(~inferred).join(stored.select("version_id"), "version_id", "left_anti")
-    untyped = schemas.where(inferred)
-    merged = fold_versions(untyped.unionByName(stored.join(untyped.select("version_id"), "version_id", "left_semi")))
-    before = stored.select("version_id", F.to_json("columns").alias("_was"))
-    widened = (merged.join(before, "version_id", "left")
-               .where(F.col("_was").isNull() | (F.col("_was") != F.to_json("columns"))).select(*names))
-    return declared.select(*names).unionByName(widened)
 
 
 def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind: str, inputs: list[str],
@@ -408,12 +398,14 @@ _IDENT = ("vendor", "stream", "source_db", "database", "schema", "table")
 _SUMS = ("records", "merged", "rows", "unchecked", "held_in", "held_out", "state_rows")
 
 
-def _aggregate(decoded: DataFrame, marked: DataFrame, pairing: Pairing | None) -> dict[str, Any]:
+def _aggregate(decoded: DataFrame, marked: DataFrame, pairing: Pairing | None,
+               schemas: DataFrame | None = None) -> dict[str, Any]:
     """Every figure of the run in one Spark job: the decoded rows by kind and rule, the marked change rows
-    by table, op and duplicate, their flags, and the pairing counts, unioned and aggregated together."""
+    by table, op and duplicate, their flags, and the pairing counts, unioned and aggregated together; with
+    `schemas` (the run's new schema-version rows), those rows too, as texts (cdcnorm.schema_rows)."""
     def part(df: DataFrame, name: str, **cols: Column) -> DataFrame:
         out = {"part": F.lit(name), "k_kind": None, "k_rule": None, **{c: None for c in _IDENT}, "op": None,
-               "dup": None, "flag": None, **{c: None for c in _SUMS}, "newest": None, **cols}
+               "dup": None, "flag": None, "text": None, **{c: None for c in _SUMS}, "newest": None, **cols}
         types = {"dup": "boolean", "newest": "timestamp", **{c: "long" for c in _SUMS}}
         return df.select(*[(v if v is not None else F.lit(None)).cast(types.get(k, "string")).alias(k)
                            for k, v in out.items()])
@@ -429,15 +421,19 @@ def _aggregate(decoded: DataFrame, marked: DataFrame, pairing: Pairing | None) -
     if pairing is not None:
         frames.append(part(pairing.counts, "held", **{c: F.col(c) for c in ("held_in", "held_out", "state_rows")}))
         frames.append(part(pairing.entries, "entries", rows=one))
+    if schemas is not None:
+        frames.append(part(schemas, "schemas", text=as_text(schemas), rows=one))
     union = frames[0]
     for f in frames[1:]:
         union = union.unionByName(f)
-    keys = ["part", "k_kind", "k_rule", *_IDENT, "op", "dup", "flag"]
+    keys = ["part", "k_kind", "k_rule", *_IDENT, "op", "dup", "flag", "text"]
     aggs = [F.sum(c).alias(c) for c in _SUMS] + [F.max("newest").alias("newest")]
-    out: dict[str, Any] = {"kind": [], "group": [], "flag": [], "held": [], "entries": []}
-    for r in union.groupBy(*keys).agg(*aggs).collect():  # aggregates only: one row per (kind, table op, flag)
+    out: dict[str, Any] = {"kind": [], "group": [], "flag": [], "held": [], "entries": [], "schemas": []}
+    # aggregates and metadata only: one row per (kind, table op, flag), and per new schema version
+    for r in union.groupBy(*keys).agg(*aggs).collect():
         out[r["part"]].append(r.asDict())
     out["entries"] = sum(int(r["rows"] or 0) for r in out["entries"])
+    out["schemas"] = sorted(r["text"] for r in out["schemas"])
     out["pairing"] = pairing is not None
     return out
 

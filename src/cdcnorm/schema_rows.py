@@ -1,0 +1,77 @@
+"""A run's schema-version rows: derived from its decoded rows, reduced to what the lake lacks, and carried to the
+driver as text by the run's report aggregation.
+
+Why they travel to the driver: schema versions are metadata (a row per table version at most; the first pass
+already reads the lake's to the driver), and writing them with a plan of their own re-ran the decode, the
+version fold and the joins against the lake's versions: a Spark job of a dozen stages in every run that saw a
+table's schema, usually to write nothing (the lake holds the versions already). The report aggregation
+(cdcnorm.pipeline) now carries each new row as one JSON text, so the run knows their number without a job, writes
+nothing when there is none, and otherwise writes them from the driver's few texts: a plan of one local relation.
+The timestamp `first_seen` travels as microseconds (JSON text would keep milliseconds only).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
+
+from cdcnorm.canonical.emit import KIND_SCHEMA
+from cdcnorm.canonical.emit import Bookkeeping as B
+from cdcnorm.canonical.inferred import PREFIX, fold_versions
+from cdcnorm.canonical.schema import SCHEMA_VERSION_COLUMNS, schema_versions_schema
+
+if TYPE_CHECKING:
+    from cdcnorm.lake import Lake
+
+NAMES = [c.name for c in SCHEMA_VERSION_COLUMNS]
+_MICROS = "first_seen_us"
+
+
+def schema_rows(decoded: DataFrame) -> DataFrame:
+    """One row per schema version the run's decoded rows describe (their `KIND_SCHEMA` rows, folded)."""
+    doc_schema = schema_versions_schema()
+    fields = [f for f in doc_schema.fields if f.name not in ("version_id", "first_seen")]
+    parse_schema = "struct<" + ",".join(f"`{f.name}`:{f.dataType.simpleString()}" for f in fields) + ",first_seen:string>"
+    s = decoded.where(F.col(B.KIND) == KIND_SCHEMA).select(F.from_json(B.SCHEMA, parse_schema).alias("s")).select("s.*")
+    ident = F.concat_ws("\u0001", *[F.coalesce(F.col(c), F.lit("")) for c in
+                                     ("vendor", "stream", "database", "schema", "table", "schema_version")])
+    s = s.withColumn("first_seen", F.to_timestamp("first_seen")).withColumn("version_id", F.sha2(ident, 256))
+    # One row per version: the earliest file's, its inferred columns merged over every file (widening only).
+    return fold_versions(s.select(*NAMES))
+
+
+def new_schema_rows(schemas: DataFrame, lake: Lake) -> DataFrame:
+    """The run's versions the lake does not hold yet, and the inferred versions this run widens.
+
+    A version with inferred (`json:`) columns is merged with the lake's (already folded) row of it; the merged
+    row is written when its columns differ from the lake's, so a later run's wider values (an int beyond 32
+    bits, a larger scale, text in a timestamp column) reach the lake as one more row of the version, which
+    every reader folds (cdcnorm.canonical.inferred.fold_versions). Declared versions are written once.
+    """
+    stored = lake.schemas(latest=True)
+    inferred = F.exists("columns", lambda c: F.coalesce(c["vendor_type"].startswith(PREFIX), F.lit(False)))
+    declared = schemas.where(~inferred).join(stored.select("version_id"), "version_id", "left_anti")
+    untyped = schemas.where(inferred)
+    merged = fold_versions(untyped.unionByName(stored.join(untyped.select("version_id"), "version_id", "left_semi")))
+    before = stored.select("version_id", F.to_json("columns").alias("_was"))
+    widened = (merged.join(before, "version_id", "left")
+               .where(F.col("_was").isNull() | (F.col("_was") != F.to_json("columns"))).select(*NAMES))
+    return declared.select(*NAMES).unionByName(widened)
+
+
+def as_text(schemas: DataFrame) -> Column:
+    """A schema-version row of `schemas` as one JSON text (for the report aggregation to carry)."""
+    return F.to_json(F.struct(*[F.col(n) for n in NAMES if n != "first_seen"],
+                              F.unix_micros("first_seen").alias(_MICROS)))
+
+
+def from_text(spark: SparkSession, texts: list[str]) -> DataFrame:
+    """The schema-version rows back from their texts (:func:`as_text`), in the table's column order."""
+    carried = StructType([*[f for f in schema_versions_schema().fields if f.name != "first_seen"],
+                          StructField(_MICROS, LongType())])
+    rows = spark.createDataFrame([(t,) for t in texts], "t string").select(F.from_json("t", carried).alias("s"))
+    return rows.select(*[(F.timestamp_micros(f"s.{_MICROS}") if n == "first_seen" else F.col(f"s.`{n}`")).alias(n)
+                         for n in NAMES])
