@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from cdcnorm.canonical.emit import KIND_CHANGE, decoded_schema
 from cdcnorm.canonical.emit import Bookkeeping as B
-from cdcnorm.canonical.emit import decoded_schema
 from cdcnorm.delta.files import write_files
 from cdcnorm.delta.read import read_files
 from cdcnorm.delta.table import rewrite
@@ -109,10 +109,30 @@ def state_files(lk: Lake, vendor: str) -> list[str]:
     return [f["uri"] for f in table.live(handle=table.fresh()) if f["partition"].get("vendor") == vendor]
 
 
-def needed(files: list[str], has_waiting_half: bool) -> bool:
+def needed(files: list[str], has_waiting_half: bool, balanced: bool = False) -> bool:
     """Whether a run must go through the pairing state: the vendor has live state `files`, or the run has a half
-    that may wait (observed by the staging write); otherwise pairing within the run suffices."""
-    return bool(files) or has_waiting_half
+    that may wait and not every pair of the run is complete (`balanced`, observed by the staging write: see
+    :func:`balance`); otherwise pairing within the run suffices: with no state, a run whose pairs are all
+    complete pairs every half (no hold, no orphan, no tombstone), exactly what pairing within the run does."""
+    return bool(files) or (has_waiting_half and not balanced)
+
+
+def balance(adapter: Adapter) -> list[Column]:
+    """Two aggregate columns for the staging write's observation: over the run's halves, the sum of a 64-bit
+    hash of the pair id, counted + for the adapter's first waiting role and - for any other role, under two
+    different hashes. Both are zero when every pair of the run holds as many halves of one role as of the other
+    (every pair complete); a pair with a lone half leaves its hash in the sum. A zero by chance needs the hashes
+    of different pairs to cancel, under both hashes at once (odds about 2^-128); any other role, or a pair with
+    a redelivered half, leaves a non-zero sum, which only means the run takes the state path, as before."""
+    half = (F.col(B.KIND) == KIND_CHANGE) & F.col(B.PAIR).isNotNull()
+    sign = F.when(_role() == adapter.waiting_roles[0], 1).otherwise(-1)
+    hashes = (F.xxhash64(F.col(B.PAIR)), F.xxhash64(F.lit("cdcnorm-pair"), F.col(B.PAIR)))
+    return [F.sum(F.when(half, sign * h.cast("decimal(38,0)"))).alias(f"_balance{i}") for i, h in enumerate(hashes)]
+
+
+def balanced(observed: dict) -> bool:
+    """Whether the sums of :func:`balance` (as observed) say every pair of the run is complete."""
+    return all(int(observed.get(f"_balance{i}") or 0) == 0 for i in range(2))
 
 
 def may_wait(adapter: Adapter) -> Column:

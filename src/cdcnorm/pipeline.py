@@ -51,6 +51,8 @@ from cdcnorm.pairing_state import (
     pair_across_runs,
     state_files,
 )
+from cdcnorm.pairing_state import balance as pair_balance
+from cdcnorm.pairing_state import balanced as pairs_balanced
 from cdcnorm.pairing_state import compact as compact_halves
 from cdcnorm.pairing_state import needed as pairing_needed
 from cdcnorm.schema_rows import as_text, from_text, new_schema_rows, schema_rows
@@ -195,7 +197,8 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
     decoded_changes = decoded.where(F.col(B.KIND) == KIND_CHANGE)
     pairing = None
     state = state_files(lake_obj, adapter.name) if lake_obj and adapter.waiting_roles else []
-    if lake_obj and adapter.waiting_roles and pairing_needed(state, bool(staged.has_waiting_half)):
+    if lake_obj and adapter.waiting_roles and pairing_needed(state, bool(staged.has_waiting_half),
+                                                             staged.balanced):
         say("pairing update halves with those of earlier runs")
         pairing = pair_across_runs(lake_obj, adapter, decoded_changes, pair_wait,
                                    DEFAULT_WINDOW_DAYS if window is None else window,
@@ -207,7 +210,7 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
         # the days come from the rows before post-processing (post-processing never adds a day)
         scope = dedup_scope(lake_obj, staged.days, window)
         marked = mark_duplicates(changes, scope.existing).withColumn("_unchecked", scope.unchecked)
-        if pairing:
+        if pairing or (adapter.waiting_roles and staged.has_waiting_half):  # as when the halves went via the state
             marked = mark_emitted_pairs(marked, scope.existing, adapter)
     else:
         scope = None
@@ -286,6 +289,8 @@ class Staged:
     """the distinct (vendor, source day) of the changes: the partitions the dedup check reads"""
     has_waiting_half: bool | None = None
     """whether a change is an update half of a role that may wait for its partner"""
+    balanced: bool = False
+    """whether every update pair of the run is complete (cdcnorm.pairing_state.balance)"""
 
 
 def _stage(decoded: DataFrame, lake: Lake | None, run_id: str, adapter: Adapter) -> Staged:
@@ -297,11 +302,13 @@ def _stage(decoded: DataFrame, lake: Lake | None, run_id: str, adapter: Adapter)
     change = F.col(B.KIND) == KIND_CHANGE
     waiting = may_wait(adapter) if adapter.waiting_roles else F.lit(False)
     seen = Observation()
+    pairs = pair_balance(adapter) if adapter.waiting_roles else []
     decoded.observe(seen, F.collect_set(F.when(change, F.struct(F.col("vendor"), source_day()))).alias("days"),
-                    F.max(change & F.coalesce(waiting, F.lit(False))).alias("waiting")).write.parquet(path)
+                    F.max(change & F.coalesce(waiting, F.lit(False))).alias("waiting"), *pairs).write.parquet(path)
     facts = seen.get
     return Staged(decoded.sparkSession.read.schema(decoded.schema).parquet(path),
-                  [(d["vendor"], d[1]) for d in facts["days"] or []], bool(facts["waiting"]))
+                  [(d["vendor"], d[1]) for d in facts["days"] or []], bool(facts["waiting"]),
+                  bool(pairs) and pairs_balanced(facts))
 
 
 def _quarantine_rows(decoded: DataFrame, now: dt.datetime) -> DataFrame:

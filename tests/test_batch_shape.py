@@ -1,0 +1,92 @@
+"""What a run skips when nothing needs it (the fixed cost of a follow micro-batch): the pairing state when every
+update pair of the run is complete, the schema-version write when the lake already holds the run's versions,
+and the job that carried schema versions (now texts in the report aggregation). Each shortcut must give what
+the long way gives."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pyspark.sql import functions as F
+
+from cdcnorm.adapters import get_adapter
+from cdcnorm.canonical.emit import KIND_CHANGE, KIND_SCHEMA
+from cdcnorm.canonical.emit import Bookkeeping as B
+from cdcnorm.canonical.schema import schema_versions_schema
+from cdcnorm.lake import Lake
+from cdcnorm.pairing_state import balance, balanced
+from cdcnorm.pipeline import normalize
+from cdcnorm.schema_rows import NAMES, as_text, from_text
+from conftest import SAMPLES
+
+FAR = SAMPLES / "datahub" / "blob" / "far_apart"
+
+
+def test_schema_rows_travel_as_text_and_back_exactly(spark):
+    first_seen = dt.datetime(2025, 1, 21, 11, 10, 3, 123456)  # microseconds: JSON text alone would keep millis
+    cols = [{"name": "id", "vendor_type": "int", "canonical_type": "int", "ordinal": 1, "pk_position": 1,
+             "nullable": False},
+            {"name": "note", "vendor_type": "json:string", "canonical_type": "string", "ordinal": 2,
+             "pk_position": None, "nullable": True}]
+    rows = [("datastream", "s", None, "shop", "public", "orders", "v1", cols, first_seen, "{}", "id1"),
+            ("datastream", "s", None, "shop", "public", "items", None, [], None, None, "id2")]
+    frame = spark.createDataFrame(rows, schema_versions_schema()).select(*NAMES)
+    texts = [r["t"] for r in frame.select(as_text(frame).alias("t")).collect()]
+    back = from_text(spark, texts)
+    assert back.schema == frame.schema
+    assert sorted(back.collect(), key=lambda r: r["version_id"]) == sorted(frame.collect(), key=lambda r: r["version_id"])
+    assert back.where(F.col("version_id") == "id1").first()["first_seen"] == first_seen
+
+
+def _balanced(spark, halves: list[tuple[str | None, str | None]], kind: str = KIND_CHANGE) -> bool:
+    frame = spark.createDataFrame([(kind, p, r) for p, r in halves],
+                                  f"`{B.KIND}` string, `{B.PAIR}` string, `{B.PAIR_ROLE}` string")
+    return balanced(frame.agg(*balance(get_adapter("datastream"))).first().asDict())
+
+
+def test_pairs_balance_only_when_every_pair_is_complete(spark):
+    assert _balanced(spark, [("a", "delete"), ("a", "insert"), ("b", "insert"), ("b", "delete"), (None, None)])
+    assert _balanced(spark, [])
+    assert not _balanced(spark, [("a", "delete"), ("a", "insert"), ("b", "delete")])  # a lone half that may wait
+    assert not _balanced(spark, [("a", "delete"), ("b", "insert")])  # two lone halves of different pairs
+    assert not _balanced(spark, [("a", "insert")])  # a lone half that never waits: the state path, as before
+    assert not _balanced(spark, [("a", "delete"), ("a", "delete"), ("a", "insert")])  # a redelivered half
+    assert _balanced(spark, [("a", "delete")], kind=KIND_SCHEMA)  # only change rows are halves
+
+
+def _lake_rows(spark, lake: str) -> dict[str, tuple]:
+    df = Lake(spark, lake).changes().select("event_id", "op", "flags", "supersedes", F.to_json("after").alias("a"))
+    return {r["event_id"]: (r["op"], tuple(r["flags"] or ()), r["supersedes"], r["a"]) for r in df.collect()}
+
+
+def test_a_run_whose_pairs_are_complete_skips_the_state_and_writes_what_the_state_path_writes(spark, tmp_path,
+                                                                                             monkeypatch):
+    short, long = str(tmp_path / "short"), str(tmp_path / "long")
+    quick = normalize([str(FAR)], "datahub", spark=spark, lake=short, pair_wait_seconds=300)
+    halves = Lake(spark, short).table("halves")
+    assert halves.version() == 0  # no state commit: nothing waited, nothing was orphaned
+    monkeypatch.setattr("cdcnorm.pipeline.pairs_balanced", lambda _facts: False)  # force the state path
+    slow = normalize([str(FAR)], "datahub", spark=spark, lake=long, pair_wait_seconds=300)
+    assert _lake_rows(spark, short) == _lake_rows(spark, long)
+    assert len(_lake_rows(spark, short)) == quick.report["rows_written"] > 0
+    for key in ("outcomes", "rows_by_table_op", "flags", "halves_waiting_records", "pairing_state_rows",
+                "records_read", "reconciled"):
+        assert quick.report[key] == slow.report[key], key
+    assert quick.report["outcomes"]["held"] == 0 and quick.report["reconciled"]
+
+
+def test_a_run_whose_schema_versions_the_lake_holds_writes_no_schema_file(spark, tmp_path):
+    lake = str(tmp_path / "lake")
+    src = str(SAMPLES / "datastream" / "shop_payments")
+    first = normalize([src], "datastream", spark=spark, lake=lake)
+    schemas = Lake(spark, lake).table("schemas")
+    version = schemas.version()
+    stored = Lake(spark, lake).schemas().count()
+    assert first.report["schema_versions_new"] == stored > 0
+    assert first.schemas.count() == stored  # the run's own rows, read back from its committed files
+    again = normalize([src], "datastream", spark=spark, lake=lake)
+    assert again.report["schema_versions_new"] == 0
+    assert again.report["outcomes"]["duplicate"] == first.report["outcomes"]["emitted"] + first.report["outcomes"]["merged"]
+    assert schemas.version() == version  # no commit, no file
+    assert not (tmp_path / "lake" / "schemas" / f"run={again.run_id}").exists()
+    assert Lake(spark, lake).schemas().count() == stored
