@@ -23,6 +23,7 @@ from cdcnorm.canonical.emit import (
     KIND_FILTERED,
     KIND_METADATA,
     KIND_QUARANTINE,
+    KIND_SCHEMA,
 )
 from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.schema import (
@@ -223,13 +224,13 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
     resolved = None
     if resolves is not None:
         resolved = resolves.join(quarantine.select("quarantine_id"), "quarantine_id", "left_anti").distinct()
-    if lake_obj:
+    if lake_obj and staged.has(KIND_QUARANTINE):  # else no quarantine row to check (nor to write)
         quarantine = quarantine.join(lake_obj.quarantine(include_resolved=True, latest=True).select("quarantine_id"),
                                      "quarantine_id", "left_anti")
-        schemas = new_schema_rows(schemas, lake_obj)
+    new_schemas = new_schema_rows(schemas, lake_obj) if lake_obj and staged.has(KIND_SCHEMA) else None
 
     say("counting outcomes")
-    parts = _aggregate(decoded, marked, pairing, schemas if lake_obj else None)
+    parts = _aggregate(decoded, marked, pairing, new_schemas)
     report = build_report(parts, adapter, kind, inputs, n_files, skipped, run_id, started)
     if not lake_obj:
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
@@ -291,11 +292,18 @@ class Staged:
     """whether a change is an update half of a role that may wait for its partner"""
     balanced: bool = False
     """whether every update pair of the run is complete (cdcnorm.pairing_state.balance)"""
+    kinds: frozenset[str] | None = None
+    """the kinds of the decoded rows (None: not observed)"""
+
+    def has(self, kind: str) -> bool:
+        """Whether a decoded row may be of `kind`: a run builds no plan for a kind it has no row of."""
+        return self.kinds is None or kind in self.kinds
 
 
 def _stage(decoded: DataFrame, lake: Lake | None, run_id: str, adapter: Adapter) -> Staged:
     """Decode once: stage the decoded rows (in the run's own staging folder of the lake, or in memory); the
-    write observes the figures the dedup check and the pairing decision need, sparing a Spark job each."""
+    write observes the figures the dedup check and the pairing decision need (and the kinds of rows there are:
+    no plan is built for a kind the run has no row of), sparing a Spark job each."""
     if lake is None:
         return Staged(decoded.persist(StorageLevel.MEMORY_AND_DISK))
     path = lake._p(STAGING, run_id, "decoded")
@@ -304,11 +312,12 @@ def _stage(decoded: DataFrame, lake: Lake | None, run_id: str, adapter: Adapter)
     seen = Observation()
     pairs = pair_balance(adapter) if adapter.waiting_roles else []
     decoded.observe(seen, F.collect_set(F.when(change, F.struct(F.col("vendor"), source_day()))).alias("days"),
-                    F.max(change & F.coalesce(waiting, F.lit(False))).alias("waiting"), *pairs).write.parquet(path)
+                    F.max(change & F.coalesce(waiting, F.lit(False))).alias("waiting"),
+                    F.collect_set(F.col(B.KIND)).alias("kinds"), *pairs).write.parquet(path)
     facts = seen.get
     return Staged(decoded.sparkSession.read.schema(decoded.schema).parquet(path),
                   [(d["vendor"], d[1]) for d in facts["days"] or []], bool(facts["waiting"]),
-                  bool(pairs) and pairs_balanced(facts))
+                  bool(pairs) and pairs_balanced(facts), frozenset(facts["kinds"] or ()))
 
 
 def _quarantine_rows(decoded: DataFrame, now: dt.datetime) -> DataFrame:
