@@ -66,3 +66,12 @@ def e2e(spark, tmp_path_factory):
     run["stream_stats"] = {r["stream"]: {"rows": r["rows"], "ids": r["ids"]} for r in agg.collect()}
     run["lake"], run["root"] = str(root / "lake"), str(root / "sim")
     return run
+
+
+@pytest.fixture(scope="session")
+def typed_history(spark, tmp_path_factory):
+    """The typed history lake of test_compare (`write_history`): what every compare and cut-over scenario is
+    built from. Only read (a scenario writes its own lake), so test_compare and test_cutover share one."""
+    from test_compare import write_history
+
+    return write_history(spark, tmp_path_factory.mktemp("hist"))

@@ -58,29 +58,42 @@ def whole(spark, tmp_path_factory):
     """Both far-apart files in one run (no half waits across runs): the lake the split runs must equal. Only read."""
     lake = str(tmp_path_factory.mktemp("whole") / "lake")
     normalize([str(FAR)], "datahub", spark=spark, lake=lake)
-    return {"rows": rows(spark, lake), "applied": applied(spark, lake)}
+    return {"lake": lake, "rows": rows(spark, lake), "applied": applied(spark, lake)}
 
 
-def test_orphan_emitted_by_one_run_is_superseded_by_its_partner_in_the_next(spark, tmp_path, whole):
-    split = str(tmp_path / "split")
-    first = normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=split)
+@pytest.fixture(scope="module")
+def first_half(spark, tmp_path_factory):
+    """The first far-apart file alone in a new lake (three halves emitted as orphans): the run two tests start
+    from. Only read: each test continues on its own copy (a lake's logs name its files relative to it)."""
+    lake = str(tmp_path_factory.mktemp("first_half") / "lake")
+    first = normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=lake)
+    return {"lake": lake, "report": first.report}
+
+
+def copy_lake(lake: str, to: Path) -> str:
+    shutil.copytree(lake, to)
+    return str(to)
+
+
+def test_orphan_emitted_by_one_run_is_superseded_by_its_partner_in_the_next(spark, tmp_path, whole, first_half):
+    split = copy_lake(first_half["lake"], tmp_path / "split")
+    first = first_half["report"]
     second = normalize([str(FAR / "part-0002.jsonl")], "datahub", spark=spark, lake=split)
     got = rows(spark, split)
     orphans = {i for i, r in got.items() if {"orphan_before", "orphan_after"} & set(r["flags"])}
     assert len(orphans) == 3  # three updates' halves straddle the two files
     assert {r["supersedes"] for r in got.values() if r["supersedes"]} == orphans
-    assert first.report["pairing_state_rows"] == 3 and second.report["pairing_state_rows"] == 0
-    assert first.report["reconciled"] and second.report["reconciled"]
+    assert first["pairing_state_rows"] == 3 and second.report["pairing_state_rows"] == 0
+    assert first["reconciled"] and second.report["reconciled"]
     # what is not an orphan is exactly the one-run lake, and apply ignores the superseded orphans
     assert {i for i in got if i not in orphans} == set(whole["rows"])
     assert applied(spark, split) == whole["applied"]
 
 
-def test_an_orphan_redelivered_with_its_partner_is_superseded_by_their_pair(spark, tmp_path, whole):
+def test_an_orphan_redelivered_with_its_partner_is_superseded_by_their_pair(spark, tmp_path, whole, first_half):
     """The orphan's half comes again in the run that brings its partner (a redelivery): the two pair in the run,
     and the pair must still replace the orphan emitted before (found by the 20-kill follow proof)."""
-    split = str(tmp_path / "split")
-    normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=split)
+    split = copy_lake(first_half["lake"], tmp_path / "split")
     again = normalize([str(FAR / "part-0001.jsonl"), str(FAR / "part-0002.jsonl")], "datahub", spark=spark,
                       lake=split)
     got = rows(spark, split)
@@ -92,10 +105,10 @@ def test_an_orphan_redelivered_with_its_partner_is_superseded_by_their_pair(spar
     assert applied(spark, split) == whole["applied"]
 
 
-def test_a_half_redelivered_after_its_pair_was_emitted_is_a_duplicate(spark, tmp_path):
-    lake = str(tmp_path / "lake")
-    normalize([str(FAR)], "datahub", spark=spark, lake=lake)
+def test_a_half_redelivered_after_its_pair_was_emitted_is_a_duplicate(spark, tmp_path, whole):
+    lake = copy_lake(whole["lake"], tmp_path / "lake")  # both files in one run: every pair emitted
     before = rows(spark, lake)
+    assert before == whole["rows"]
     again = normalize([str(FAR / "part-0002.jsonl")], "datahub", spark=spark, lake=lake)
     assert again.report["rows_written"] == 0 and again.report["reconciled"]
     assert again.report["outcomes"]["duplicate"] == again.report["records_read"]
