@@ -70,6 +70,16 @@ def first_half(spark, tmp_path_factory):
     return {"lake": lake, "report": first.report}
 
 
+@pytest.fixture(scope="module")
+def held(spark, tmp_path_factory):
+    """The first far-apart file alone, as stream `first`, with a wait no history outlasts: its three lone halves
+    are held, not emitted. Only read: each test continues on its own copy."""
+    lake = str(tmp_path_factory.mktemp("held") / "lake")
+    one = normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=lake, pair_wait_seconds=NEVER,
+                    options={"stream": "first"})
+    return {"lake": lake, "report": one.report}
+
+
 def copy_lake(lake: str, to: Path) -> str:
     shutil.copytree(lake, to)
     return str(to)
@@ -125,28 +135,27 @@ def test_lone_halves_wait_for_their_partner_in_a_later_batch(spark, tmp_path, wh
     assert rows(spark, lake) == whole["rows"]  # paired as if both files came in one run: no orphan at all
 
 
-def test_a_lone_half_is_released_as_an_orphan_once_the_wait_has_passed(spark, tmp_path):
-    lake = str(tmp_path / "lake")
-    one = normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=lake, pair_wait_seconds=NEVER)
-    assert one.report["outcomes"]["held"] == 3 and "orphan_before" not in one.report["flags"]
+def test_a_lone_half_is_released_as_an_orphan_once_the_wait_has_passed(spark, tmp_path, held):
+    lake = copy_lake(held["lake"], tmp_path / "lake")
+    one = held["report"]
+    assert one["outcomes"]["held"] == 3 and "orphan_before" not in one["flags"]
     # the next run's events are minutes newer than the waiting halves: with a 1 s wait they are released
     two = normalize([str(SAMPLES / "datahub" / "blob" / "tx_truncate.jsonl")], "datahub", spark=spark, lake=lake,
-                    pair_wait_seconds=1)
+                    pair_wait_seconds=1, options={"stream": "first"})
     assert two.report["outcomes"]["held"] == -3 and two.report["reconciled"]
     assert sum(two.report["flags"].get(f, 0) for f in ("orphan_before", "orphan_after")) == 3
     # ...and their late partners still pair, superseding them
-    three = normalize([str(FAR / "part-0002.jsonl")], "datahub", spark=spark, lake=lake, pair_wait_seconds=1)
+    three = normalize([str(FAR / "part-0002.jsonl")], "datahub", spark=spark, lake=lake, pair_wait_seconds=1,
+                      options={"stream": "first"})
     assert three.report["reconciled"]
     assert len({r["supersedes"] for r in rows(spark, lake).values() if r["supersedes"]}) == 3
 
 
-def test_one_streams_newer_events_release_no_half_of_another_stream(spark, tmp_path):
+def test_one_streams_newer_events_release_no_half_of_another_stream(spark, tmp_path, held):
     """The halves state is per vendor, the wait per stream: a later run of another stream (minutes newer events)
     leaves the first stream's halves waiting; its own newer events release them."""
-    lake = str(tmp_path / "lake")
+    lake = copy_lake(held["lake"], tmp_path / "lake")  # stream `first`: three halves waiting
     newer = str(SAMPLES / "datahub" / "blob" / "tx_truncate.jsonl")
-    normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=lake, pair_wait_seconds=NEVER,
-              options={"stream": "first"})
     # a 100 s wait: the first stream's halves span 50 s, the newer file comes 150 s after them
     other = normalize([newer], "datahub", spark=spark, lake=lake, pair_wait_seconds=100,
                       options={"stream": "second"})
