@@ -134,8 +134,8 @@ def write_history(spark, folder, changes: int = 60) -> str:
 
 
 @pytest.fixture(scope="module")
-def history(spark, tmp_path_factory):
-    return write_history(spark, tmp_path_factory.mktemp("hist"))
+def history(typed_history):
+    return typed_history
 
 
 @pytest.fixture(scope="module")

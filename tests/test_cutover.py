@@ -12,13 +12,11 @@ from cdcnorm.errors import UsageError
 from cdcnorm.migrate import compare
 from cdcnorm.migrate.cutover import cutover, parse_at
 from cdcnorm.migrate.scenario import migration
-from test_compare import write_history
 
 
 @pytest.fixture(scope="module")
-def base(spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("cut")
-    return root, write_history(spark, root)
+def base(tmp_path_factory, typed_history):
+    return tmp_path_factory.mktemp("cut"), typed_history
 
 
 @pytest.fixture(scope="module")

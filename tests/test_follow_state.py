@@ -58,29 +58,52 @@ def whole(spark, tmp_path_factory):
     """Both far-apart files in one run (no half waits across runs): the lake the split runs must equal. Only read."""
     lake = str(tmp_path_factory.mktemp("whole") / "lake")
     normalize([str(FAR)], "datahub", spark=spark, lake=lake)
-    return {"rows": rows(spark, lake), "applied": applied(spark, lake)}
+    return {"lake": lake, "rows": rows(spark, lake), "applied": applied(spark, lake)}
 
 
-def test_orphan_emitted_by_one_run_is_superseded_by_its_partner_in_the_next(spark, tmp_path, whole):
-    split = str(tmp_path / "split")
-    first = normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=split)
+@pytest.fixture(scope="module")
+def first_half(spark, tmp_path_factory):
+    """The first far-apart file alone in a new lake (three halves emitted as orphans): the run two tests start
+    from. Only read: each test continues on its own copy (a lake's logs name its files relative to it)."""
+    lake = str(tmp_path_factory.mktemp("first_half") / "lake")
+    first = normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=lake)
+    return {"lake": lake, "report": first.report}
+
+
+@pytest.fixture(scope="module")
+def held(spark, tmp_path_factory):
+    """The first far-apart file alone, as stream `first`, with a wait no history outlasts: its three lone halves
+    are held, not emitted. Only read: each test continues on its own copy."""
+    lake = str(tmp_path_factory.mktemp("held") / "lake")
+    one = normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=lake, pair_wait_seconds=NEVER,
+                    options={"stream": "first"})
+    return {"lake": lake, "report": one.report}
+
+
+def copy_lake(lake: str, to: Path) -> str:
+    shutil.copytree(lake, to)
+    return str(to)
+
+
+def test_orphan_emitted_by_one_run_is_superseded_by_its_partner_in_the_next(spark, tmp_path, whole, first_half):
+    split = copy_lake(first_half["lake"], tmp_path / "split")
+    first = first_half["report"]
     second = normalize([str(FAR / "part-0002.jsonl")], "datahub", spark=spark, lake=split)
     got = rows(spark, split)
     orphans = {i for i, r in got.items() if {"orphan_before", "orphan_after"} & set(r["flags"])}
     assert len(orphans) == 3  # three updates' halves straddle the two files
     assert {r["supersedes"] for r in got.values() if r["supersedes"]} == orphans
-    assert first.report["pairing_state_rows"] == 3 and second.report["pairing_state_rows"] == 0
-    assert first.report["reconciled"] and second.report["reconciled"]
+    assert first["pairing_state_rows"] == 3 and second.report["pairing_state_rows"] == 0
+    assert first["reconciled"] and second.report["reconciled"]
     # what is not an orphan is exactly the one-run lake, and apply ignores the superseded orphans
     assert {i for i in got if i not in orphans} == set(whole["rows"])
     assert applied(spark, split) == whole["applied"]
 
 
-def test_an_orphan_redelivered_with_its_partner_is_superseded_by_their_pair(spark, tmp_path, whole):
+def test_an_orphan_redelivered_with_its_partner_is_superseded_by_their_pair(spark, tmp_path, whole, first_half):
     """The orphan's half comes again in the run that brings its partner (a redelivery): the two pair in the run,
     and the pair must still replace the orphan emitted before (found by the 20-kill follow proof)."""
-    split = str(tmp_path / "split")
-    normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=split)
+    split = copy_lake(first_half["lake"], tmp_path / "split")
     again = normalize([str(FAR / "part-0001.jsonl"), str(FAR / "part-0002.jsonl")], "datahub", spark=spark,
                       lake=split)
     got = rows(spark, split)
@@ -92,10 +115,10 @@ def test_an_orphan_redelivered_with_its_partner_is_superseded_by_their_pair(spar
     assert applied(spark, split) == whole["applied"]
 
 
-def test_a_half_redelivered_after_its_pair_was_emitted_is_a_duplicate(spark, tmp_path):
-    lake = str(tmp_path / "lake")
-    normalize([str(FAR)], "datahub", spark=spark, lake=lake)
+def test_a_half_redelivered_after_its_pair_was_emitted_is_a_duplicate(spark, tmp_path, whole):
+    lake = copy_lake(whole["lake"], tmp_path / "lake")  # both files in one run: every pair emitted
     before = rows(spark, lake)
+    assert before == whole["rows"]
     again = normalize([str(FAR / "part-0002.jsonl")], "datahub", spark=spark, lake=lake)
     assert again.report["rows_written"] == 0 and again.report["reconciled"]
     assert again.report["outcomes"]["duplicate"] == again.report["records_read"]
@@ -112,28 +135,27 @@ def test_lone_halves_wait_for_their_partner_in_a_later_batch(spark, tmp_path, wh
     assert rows(spark, lake) == whole["rows"]  # paired as if both files came in one run: no orphan at all
 
 
-def test_a_lone_half_is_released_as_an_orphan_once_the_wait_has_passed(spark, tmp_path):
-    lake = str(tmp_path / "lake")
-    one = normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=lake, pair_wait_seconds=NEVER)
-    assert one.report["outcomes"]["held"] == 3 and "orphan_before" not in one.report["flags"]
+def test_a_lone_half_is_released_as_an_orphan_once_the_wait_has_passed(spark, tmp_path, held):
+    lake = copy_lake(held["lake"], tmp_path / "lake")
+    one = held["report"]
+    assert one["outcomes"]["held"] == 3 and "orphan_before" not in one["flags"]
     # the next run's events are minutes newer than the waiting halves: with a 1 s wait they are released
     two = normalize([str(SAMPLES / "datahub" / "blob" / "tx_truncate.jsonl")], "datahub", spark=spark, lake=lake,
-                    pair_wait_seconds=1)
+                    pair_wait_seconds=1, options={"stream": "first"})
     assert two.report["outcomes"]["held"] == -3 and two.report["reconciled"]
     assert sum(two.report["flags"].get(f, 0) for f in ("orphan_before", "orphan_after")) == 3
     # ...and their late partners still pair, superseding them
-    three = normalize([str(FAR / "part-0002.jsonl")], "datahub", spark=spark, lake=lake, pair_wait_seconds=1)
+    three = normalize([str(FAR / "part-0002.jsonl")], "datahub", spark=spark, lake=lake, pair_wait_seconds=1,
+                      options={"stream": "first"})
     assert three.report["reconciled"]
     assert len({r["supersedes"] for r in rows(spark, lake).values() if r["supersedes"]}) == 3
 
 
-def test_one_streams_newer_events_release_no_half_of_another_stream(spark, tmp_path):
+def test_one_streams_newer_events_release_no_half_of_another_stream(spark, tmp_path, held):
     """The halves state is per vendor, the wait per stream: a later run of another stream (minutes newer events)
     leaves the first stream's halves waiting; its own newer events release them."""
-    lake = str(tmp_path / "lake")
+    lake = copy_lake(held["lake"], tmp_path / "lake")  # stream `first`: three halves waiting
     newer = str(SAMPLES / "datahub" / "blob" / "tx_truncate.jsonl")
-    normalize([str(FAR / "part-0001.jsonl")], "datahub", spark=spark, lake=lake, pair_wait_seconds=NEVER,
-              options={"stream": "first"})
     # a 100 s wait: the first stream's halves span 50 s, the newer file comes 150 s after them
     other = normalize([newer], "datahub", spark=spark, lake=lake, pair_wait_seconds=100,
                       options={"stream": "second"})
