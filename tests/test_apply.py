@@ -23,6 +23,7 @@ from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion, split_
 from cdcnorm.cli.apply import apply_command
 from cdcnorm.errors import UsageError
 from cdcnorm.state import TableId, path_component, read_current, read_index, relative_path
+from cdcnorm.state.ranges import QUANTILES
 from cdcnorm.state.types import extract, parse_inferred, spark_type_name
 
 VENDOR = "tv"
@@ -208,7 +209,10 @@ def test_split_table_stats_equal_the_one_aggregate_definition(spark, applied):
         assert got.keys() == want.keys()
         for t, d in want.items():
             _finish(d)
+            sample = got[t].pop("key_sample")  # the rebuild's range sample (cdcnorm.state.ranges), not a figure
             assert got[t] == d, d["table"]
+            assert sample["n"] <= d["row_changes"] and len(sample["q"] or [0] * (QUANTILES - 1)) == QUANTILES - 1
+            assert (sample["q"] is None) == (sample["n"] == 0)
     assert any(d["unkeyed"] for d in want.values()) and any(d["orphan_updates_ignored"] for d in want.values())
 
 

@@ -24,7 +24,7 @@ def stats_json(st: dict[str, Any]) -> dict[str, Any]:
         out[k] = st[k].hex() if st.get(k) is not None else None
     ts = st.get("last_source_ts")
     out["last_source_ts"] = ts.isoformat() if isinstance(ts, dt.datetime) else ts
-    for k in ("inferred", "min_key", "max_key"):  # the batch's own (key span: cdcnorm.state.target.covering)
+    for k in ("inferred", "min_key", "max_key", "key_sample"):  # the batch's own (key span: target.covering)
         out.pop(k, None)
     return out
 

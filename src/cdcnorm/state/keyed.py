@@ -16,10 +16,12 @@ from pyspark.sql import functions as F
 
 from cdcnorm.state.merge import group_key
 from cdcnorm.state.plan import TablePlan
+from cdcnorm.state.ranges import partition_id
 from cdcnorm.state.target import COLUMN_SORT_KEYS, DELETED_AT, KEY, SORT_KEY
 from cdcnorm.state.types import extract_field, extract_value, spark_type, variant_path
 
 _STATE, _TOMB, _BATCH = 0, 1, 2
+_PID = "_pid"
 
 
 def _sk(i: int) -> str:
@@ -99,7 +101,7 @@ def _aggregate_entries(entries: DataFrame, cols) -> DataFrame:
         part = F.when(~F.col("_cdc_full_image"), F.col(_sk(i)))
         aggs += [F.max_by(_q(c.name), part).alias(f"_p{i}"), F.max(part).alias(f"_ps{i}")]
     aggs += [F.max(row).alias("_R"), F.max("_del").alias("_D")]
-    out = entries.groupBy(KEY).agg(*aggs)
+    out = entries.groupBy(KEY, *([_PID] if _PID in entries.columns else [])).agg(*aggs)  # _pid: one per key
     sel = []
     for i, c in enumerate(cols):
         whole, ps, wr = F.col("_W")[c.name], F.col(f"_ps{i}"), F.col("_WR")
@@ -116,7 +118,8 @@ def tombstone_rows(merged_df: DataFrame) -> DataFrame:
     return merged_df.where(~F.col("_live") & F.col(DELETED_AT).isNotNull()).select(KEY, DELETED_AT)
 
 
-def batch_entries(rows: DataFrame, plan: TablePlan, ranges: int | None = None) -> DataFrame:
+def batch_entries(rows: DataFrame, plan: TablePlan, ranges: int | None = None,
+                  bounds: list[bytes] | None = None) -> DataFrame:
     """One entry per applicable change of a keyed table (:func:`cdcnorm.state.merge.applicable` rows): its key
     (`_cdc_key`), DELETE or row `sort_key`, and per column the typed value it carries with its `sort_key`.
 
@@ -126,16 +129,23 @@ def batch_entries(rows: DataFrame, plan: TablePlan, ranges: int | None = None) -
     name no `variant_get` path can spell goes through the map.
 
     `ranges`: the rows are shuffled by key range into that many partitions before anything is extracted: the
-    range partitioner samples its input by computing it, so the sample costs a scan, not the extraction too."""
+    range partitioner samples its input by computing it, so the sample costs a scan, not the extraction too.
+    `bounds` (:func:`cdcnorm.state.ranges.key_bounds`, with `ranges`): each row goes to the partition of its key
+    among them instead (`repartitionById`, no sampling job); the entries then carry that partition id (`_pid`),
+    which :func:`merged` groups by with the key so the aggregate needs no second shuffle."""
     op, sk = F.col("op"), F.col("sort_key")
     delete = op == "DELETE"
     gkey = group_key(plan)
     missing = F.coalesce(F.col("missing_columns"), F.array().cast("array<string>"))
-    rows = rows.select(F.hex(gkey).alias(KEY), "op", "sort_key", "after", "key", missing.alias("_m")).where(F.col(KEY).isNotNull())
-    if ranges:
+    bounds = bounds if ranges else None
+    pid = [partition_id(gkey, bounds).alias(_PID)] if bounds else []
+    rows = rows.select(F.hex(gkey).alias(KEY), "op", "sort_key", "after", "key", missing.alias("_m"), *pid).where(F.col(KEY).isNotNull())
+    if bounds:
+        rows = rows.repartitionById(len(bounds) + 1, _PID)
+    elif ranges:
         rows = rows.repartitionByRange(ranges, KEY)
     rows = with_carried(rows, plan.columns, ~delete)
-    sel = [F.col(KEY), F.lit(_BATCH).alias("_kind"), F.when(delete, sk).alias("_del"),
+    sel = [F.col(KEY), *([F.col(_PID)] if bounds else []), F.lit(_BATCH).alias("_kind"), F.when(delete, sk).alias("_del"),
            F.when(~delete, sk).alias("_row_sk")]
     for i, c in enumerate(plan.columns):
         sel += [F.col(f"_v{i}").alias(c.name), F.when(F.col(f"_c{i}"), sk).alias(_sk(i))]

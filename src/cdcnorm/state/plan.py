@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from cdcnorm.canonical.schema import OPS
 from cdcnorm.state.paths import TableId
+from cdcnorm.state.ranges import key_sample_aggs, with_key_sample
 from cdcnorm.state.types import OutputColumn, parse_inferred, schema_column
 
 IDENT = ("vendor", "stream", "database", "schema", "table")
@@ -95,15 +96,17 @@ def table_stats(changes: DataFrame, with_schema: set[str]) -> dict[str, dict[str
     without `key_bytes`: keys derived from the images) are aggregated again in full (:func:`_full_stats`). The
     figures are those of :func:`_full_stats` for every table (tests/test_apply.py checks it). Grouped by the
     identity, the table hash computed once per table afterwards: hashing every change cost a `sha2` of its
-    identity's JSON per row."""
+    identity's JSON per row. The head aggregate also samples the keys for a rebuild's range bounds
+    (:mod:`cdcnorm.state.ranges`: `key_sample`, which the bookmark does not keep)."""
     op, kb = F.col("op"), F.col("key_bytes")
     row = op.isin(*ROW_OPS) & (op != "UPDATE")  # applied without looking at an image
-    head = changes.groupBy(*IDENT).agg(*_plain_aggs(), *[
+    head = with_key_sample(changes, row, kb).groupBy(*IDENT).agg(*_plain_aggs(), *[
         F.count_if(row).alias("_rows"),
         F.min(F.when(row, kb)).alias("_min"), F.max(F.when(row, kb)).alias("_max"),
         F.count_if(row & kb.isNull()).alias("_unkeyed"),
-        F.count_if(op == "UPDATE").alias("_updates")]).withColumn("_tid", table_hash()).collect()
+        F.count_if(op == "UPDATE").alias("_updates"), *key_sample_aggs()]).withColumn("_tid", table_hash()).collect()
     out = {r["_tid"]: r.asDict(recursive=True) for r in head}
+    samples = {t: {"n": d.pop("_ksn"), "q": d.pop("_ksq")} for t, d in out.items()}
     upd = [t for t, d in out.items() if d["_updates"]]
     if upd:
         after = F.col("after")
@@ -131,8 +134,9 @@ def table_stats(changes: DataFrame, with_schema: set[str]) -> dict[str, dict[str
             full.append(t)
     if full:
         out.update(_full_stats(changes.where(F.col("_tid").isin(*full)), with_schema))
-    for d in out.values():
+    for t, d in out.items():
         _finish(d)
+        d["key_sample"] = samples.get(t)  # range bounds of a rebuild (cdcnorm.state.ranges), not a count
     return out
 
 

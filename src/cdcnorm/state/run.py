@@ -37,6 +37,7 @@ from cdcnorm.state.plan import (
     table_hash,
     table_stats,
 )
+from cdcnorm.state.ranges import key_bounds
 from cdcnorm.state.schema_cache import folded_schemas
 from cdcnorm.state.target import (
     FILE_ROWS,
@@ -358,7 +359,8 @@ def _rebuild_table(lk: Lake, cut: Cut, plan: TablePlan, changes: DataFrame, why:
         live_df = state
     else:
         parts = _parts(int(plan.stats.get("row_changes") or 0))
-        m = keyed.merged(plan, keyed.batch_entries(rows, plan, parts), None, None, parts, entries_ranged=True)
+        bounds = key_bounds(plan.stats.get("key_sample"), parts) if plan.key_mode == "event" else None
+        m = keyed.merged(plan, keyed.batch_entries(rows, plan, parts, bounds), None, None, parts, entries_ranged=True)
         live, dead = None, 0
         if plan.stats.get("deletes", 1):  # deleted keys: the merge feeds two tables, keep it once
             m = m.persist(StorageLevel.MEMORY_AND_DISK)
