@@ -7,22 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cdcnorm.small_runs import SMALL_RUN_JVM_OPTIONS
-
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
 CORPUS = ROOT.parent / "shared" / "corpus"
-
-
-SUITE_CONF = {
-    "spark.sql.shuffle.partitions": "4",
-    "spark.default.parallelism": "2",
-    "spark.driver.extraJavaOptions": SMALL_RUN_JVM_OPTIONS,
-}
-"""The suite's session: two cores, and the JIT's quick C1 compiler only (`cdcnorm.small_runs.SMALL_RUN_JVM_OPTIONS`,
-what the command line's small runs start with). The suite is over a thousand small queries, each new generated
-code: C2 spends more CPU optimizing Spark's code than the optimized code gives back on test-sized data (measured:
-~8 % less CPU and ~10 % less time for test_apply + test_cutover). Results do not depend on the JIT."""
 
 
 @pytest.fixture(scope="session")
@@ -33,7 +20,7 @@ def spark():
     tests_dir = str(Path(__file__).resolve().parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (tests_dir, os.environ.get("PYTHONPATH")) if p)
 
-    session = get_spark("local[2]", conf=SUITE_CONF)
+    session = get_spark("local[2]", conf={"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"})
     yield session
     session.stop()
 
