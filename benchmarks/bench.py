@@ -233,6 +233,14 @@ def _check(name: str, ratio: float, target: float) -> str:
     return f"{name} {ratio:.2f}x CPU (<= {target:g}x: {'met' if ratio <= target else 'MISSED'})"
 
 
+def save_results(work: Path, prefix: str, payload: dict[str, Any]) -> Path:
+    """`payload` as JSON in `work/results/<prefix><UTC stamp>.json` (every bench keeps its runs side by side)."""
+    path = work / "results" / f"{prefix}{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    return path
+
+
 def verdict(r: dict[str, Any], results: list[dict[str, Any]] | None = None) -> str:
     """Issue 13's targets on CPU seconds (steadier than wall time on a busy machine)."""
     out = []
@@ -322,10 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory_mb:
         print(f"\nreader memory: {args.memory_mb} MiB files, RSS growth limit {reader_memory.LIMIT_MB} MiB", flush=True)
         memory = reader_memory.run(args.memory_mb, list(reader_memory.CONTAINERS), work)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    path = work / "results" / f"{stamp}.json"
-    path.write_text(json.dumps({"args": vars(args), "cores": os.cpu_count(), "results": results,
-                                "reader_memory": memory}, indent=2, default=str) + "\n")
+    path = save_results(work, "", {"args": vars(args), "cores": os.cpu_count(), "results": results,
+                                   "reader_memory": memory})
     print(f"\nresults: {path}")
     spark.stop()
     return 0

@@ -17,8 +17,6 @@ Results: WORK/results/follow-ab-<timestamp>.json; figures in docs/benchmarks.md 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import os
 import shutil
 import statistics
@@ -102,10 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{side} ({_TREES[side]}): wall min {out[side]['batch_s']['min']:.2f} median "
               f"{out[side]['batch_s']['median']:.2f} s; CPU min {out[side]['batch_cpu']['min']:.2f} median "
               f"{out[side]['batch_cpu']['median']:.2f} s; jobs {out[side]['jobs']['median']}", flush=True)
-    path = work / "results" / f"follow-ab-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2, default=str) + "\n")
-    print(f"results: {path}")
+    print(f"results: {bench.save_results(work, 'follow-ab-', out)}")
     spark.stop()
     return 0
 

@@ -19,8 +19,6 @@ Usage: python benchmarks/follow_batch.py [--events 1000] [--repeat 5] [--warm 2]
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import os
 import shutil
 import statistics
@@ -182,10 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     baselines.reset_peaks(spark)
     res = {"args": vars(args), "load_before": os.getloadavg(), "cost": cost(spark, args, work),
            "latency": latency(spark, args, work) if args.latency_files else None, "load_after": os.getloadavg()}
-    out = work / "results" / f"follow-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=2, default=str) + "\n")
-    print(f"results: {out}")
+    print(f"results: {bench.save_results(work, 'follow-', res)}")
     spark.stop()
     return 0
 

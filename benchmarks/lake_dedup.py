@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import shutil
 import statistics
@@ -143,10 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"lake dedup bench: {args.changes:,} new events, {args.lake_events:,}-event lake, load {os.getloadavg()}",
           flush=True)
     res = run(args)
-    out = Path(args.work) / "results" / f"dedup-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=2, default=str) + "\n")
-    print(f"results: {out}")
+    print(f"results: {bench.save_results(Path(args.work), 'dedup-', res)}")
     return 0
 
 
