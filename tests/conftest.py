@@ -11,6 +11,47 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
 CORPUS = ROOT.parent / "shared" / "corpus"
 
+SHARED_SESSION_FIXTURES = {"test_e2e": "e2e", "test_golden": "e2e", "test_inferred_types": "e2e",
+                           "test_compare": "typed_history", "test_cutover": "typed_history"}
+"""Modules that read one session fixture (`e2e`, `typed_history`): one xdist work unit, so it is built once."""
+HEAVY_FIRST = ("test_follow_state", "e2e", "test_follow", "test_e2e_incremental", "test_lake_crash",
+               "test_follow_feed", "typed_history", "test_apply_incremental", "test_apply")
+"""Work units with the longest serial time, started first so that no worker picks one up at the end (longest
+processing time first); the rest keep their collection order."""
+
+
+def _unit(module: str) -> str:
+    return SHARED_SESSION_FIXTURES.get(module, module)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`make test` runs `-n 2 --dist loadfile`: each test module is one work unit (its module fixtures are built
+    once), except that the modules sharing a session fixture are one unit together."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFixtureScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return _unit(Path(path).stem) if path.startswith("tests/") else path
+
+    config.option.loadscopereorder = False  # the units go in collection order: heavy first, see below
+    return SharedFixtureScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """On an xdist worker, put the :data:`HEAVY_FIRST` units first (every worker sorts alike, as xdist needs)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+
+    def rank(item) -> int:
+        unit = _unit(item.path.stem)
+        return HEAVY_FIRST.index(unit) if unit in HEAVY_FIRST else len(HEAVY_FIRST)
+
+    items.sort(key=rank)  # stable: each unit keeps its tests' order
+
 
 @pytest.fixture(scope="session")
 def spark():
