@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# `make test` runs on this many pytest-xdist workers, each with its own Spark session (docs/testing.md).
+TEST_WORKERS ?= 2
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-slow e2e-large lint bench clean check-java
@@ -20,7 +22,7 @@ demo: check-java $(STAMP)
 	$(PY) -m cdcnorm.demo .
 
 test: check-java $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: check-java $(STAMP)
 	$(PY) -m pytest -q -m slow
