@@ -148,7 +148,7 @@ def _column(col: tuple, widened: np.ndarray) -> pa.BinaryArray | None:
         fast = _TYPED.get(t)
         if fast is not None:
             try:
-                enc = fast(col)
+                enc = fast(col, widened)
             except (pa.ArrowException, OverflowError, ValueError, TypeError):
                 enc = None
             if isinstance(enc, _SlowRows):
@@ -206,7 +206,7 @@ def _fixed(head: np.ndarray, width: np.ndarray, payload: np.ndarray, scale: np.n
     return pa.BinaryArray.from_buffers(_BIN, n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)])
 
 
-def _ints(col: tuple) -> pa.BinaryArray:
+def _ints(col: tuple, _widened: np.ndarray) -> pa.BinaryArray:
     arr = pa.array(col, pa.int64())  # OverflowError beyond 64 bits: the per-value path widens those
     null = arr.is_null().to_numpy(zero_copy_only=False)
     v = arr.fill_null(0).to_numpy()
@@ -217,53 +217,82 @@ def _ints(col: tuple) -> pa.BinaryArray:
     return _fixed(head.astype(np.uint8), width, v)
 
 
-def _bools(col: tuple) -> pa.BinaryArray:
+def _bools(col: tuple, _widened: np.ndarray) -> pa.BinaryArray:
     arr = pa.array(col, pa.bool_())
     head = np.where(arr.fill_null(False).to_numpy(zero_copy_only=False), V._TRUE[0], V._FALSE[0])
     head[arr.is_null().to_numpy(zero_copy_only=False)] = _NULL_HEAD
     return _fixed(head.astype(np.uint8), np.zeros(len(col), np.int64), np.zeros(len(col), np.int64))
 
 
-def _strs(col: tuple) -> pa.BinaryArray | None:
-    arr = pa.array(col, pa.string())  # raises on a lone surrogate: the per-value path finds that row
-    lengths = pc.binary_length(arr).fill_null(0).to_numpy()
-    if len(lengths) and lengths.max() >= 64:
-        return None  # long strings (a 5-byte header): per value
+def _strs(col: tuple, _widened: np.ndarray) -> pa.BinaryArray | None:
+    return _texts(pa.array(col, pa.string()))  # raises on a lone surrogate: the per-value path finds that row
+
+
+def _texts(arr: pa.StringArray) -> pa.BinaryArray | None:
+    """Each text as `variant._enc_str` encodes it (a 1-byte header below 64 bytes, else 5), nulls as null."""
+    arr = pa.concat_arrays([arr]) if arr.offset else arr
+    n = len(arr)
     null = arr.is_null().to_numpy(zero_copy_only=False)
-    head = ((lengths << 2) | 1).astype(np.uint8)
-    head[null] = _NULL_HEAD
-    heads = _fixed(head, np.zeros(len(col), np.int64), np.zeros(len(col), np.int64))
-    return pc.binary_join_element_wise(heads, arr.cast(_BIN), b"", null_handling="replace", null_replacement=b"")
+    lengths = pc.binary_length(arr).fill_null(0).to_numpy().astype(np.int64)
+    if n and lengths.max() > V.SIZE_LIMIT:
+        return None  # the per-value encoder raises for it
+    long = lengths >= 64
+    head_len = np.where(long, 5, 1)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(head_len + lengths, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), np.uint8)
+    starts = offsets[:-1]
+    is_body = np.ones(len(out), np.bool_)
+    is_body[starts] = False
+    out[starts] = np.where(null, _NULL_HEAD, np.where(long, V._H_LONG_STR, (lengths << 2) | 1) & 0xFF)
+    if long.any():
+        at = starts[long]
+        for b in range(4):
+            out[at + 1 + b] = (lengths[long] >> (8 * b)) & 0xFF
+            is_body[at + 1 + b] = False
+    src = np.frombuffer(arr.buffers()[1], np.int32, n + 1).astype(np.int64)
+    packed = np.cumsum(lengths) - lengths  # where each text starts among the bodies
+    if int(lengths.sum()):
+        # gather each non-null text's bytes (a null slot may still own bytes in the source buffer)
+        at = np.repeat(src[:-1] - packed, lengths) + np.arange(int(lengths.sum()))
+        out[is_body] = np.frombuffer(arr.buffers()[2], np.uint8)[at]
+    return pa.BinaryArray.from_buffers(_BIN, n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(out)])
 
 
-def _decimals(col: tuple) -> pa.BinaryArray | None:
-    """Plain-notation decimals of at most 18 digits from their text (as `variant._enc_decimal` reads them)."""
+def _decimals(col: tuple, widened: np.ndarray) -> Any:
+    """Decimals from their text, as `variant._enc_decimal` reads it: plain notation of at most 18 digits as
+    decimal4/8, beyond decimal(38) as their exact text (`widened`); exponent forms and 19 to 38 digits per value."""
     texts = pa.array(list(map(str, col)), pa.string())
-    null = np.fromiter((v is None for v in col), np.bool_, len(col))
+    null = pc.equal(texts, "None").to_numpy(zero_copy_only=False)  # no Decimal's text is "None"
     odd = pc.match_substring_regex(texts, "[EnN]").to_numpy(zero_copy_only=False) & ~null
     dot = pc.find_substring(texts, ".").to_numpy()
     length = pc.utf8_length(texts).to_numpy()
-    digits = pc.replace_substring(texts, ".", "", max_replacements=1)
-    ndigits = pc.utf8_length(pc.utf8_ltrim(digits, "-")).to_numpy()
-    slow = odd | (ndigits > 18)
-    usable = ~(slow | null)
-    safe = pc.if_else(pa.array(usable), digits, "0")
-    unscaled = pc.cast(safe, pa.int64()).to_numpy()
     scale = np.where(dot < 0, 0, length - dot - 1)
+    digits = pc.utf8_ltrim(pc.replace_substring(texts, ".", "", max_replacements=1), "-")
+    ndigits = pc.utf8_length(digits).to_numpy()
+    significant = pc.utf8_length(pc.utf8_ltrim(digits, "0")).to_numpy()
+    plain = ~(odd | null)
+    short = plain & (ndigits <= 18)
+    wide = plain & ((significant > 38) | (scale > 38))  # _enc_decimal refuses it: the lenient rule's text
+    signed = pc.replace_substring(texts, ".", "", max_replacements=1)
+    unscaled = pc.cast(pc.if_else(pa.array(short), signed, "0"), pa.int64()).to_numpy()
     mag = np.abs(unscaled)
-    dec4 = (scale <= 9) & (mag < 10**9)
-    dec8 = ~dec4 & (scale <= 18) & (mag < 10**18)
-    slow |= usable & ~(dec4 | dec8)
-    head = np.where(dec4, V._H_DEC4, V._H_DEC8).astype(np.uint8)
-    width = np.where(dec4, 4, 8)
-    head[null | slow], width[null | slow] = _NULL_HEAD, 0
-    fast = _fixed(head, width, unscaled, np.where(null | slow, 0, scale).astype(np.uint8))
-    if not slow.any():
-        return fast
-    return _SlowRows(np.flatnonzero(slow), fast)  # type: ignore[return-value]
+    dec4 = short & (scale <= 9) & (mag < 10**9)
+    dec8 = short & ~dec4 & (scale <= 18) & (mag < 10**18)
+    slow = plain & ~(dec4 | dec8 | wide) | odd
+    width = np.where(dec4, 4, np.where(dec8, 8, 0))
+    head = np.where(dec4, V._H_DEC4, np.where(dec8, V._H_DEC8, _NULL_HEAD)).astype(np.uint8)
+    enc = _fixed(head, width, unscaled, scale.astype(np.uint8))
+    if wide.any():
+        text = _texts(pc.if_else(pa.array(wide), texts, pa.scalar(None, pa.string())))
+        if text is None:
+            return None
+        enc = pc.if_else(pa.array(wide), text, enc)
+        widened |= wide
+    return _SlowRows(np.flatnonzero(slow), enc) if slow.any() else enc
 
 
-def _utc_timestamps(col: tuple) -> pa.BinaryArray | None:
+def _utc_timestamps(col: tuple, _widened: np.ndarray) -> pa.BinaryArray | None:
     if {_TZ(v) for v in col if v is not None} != {_UTC}:
         return None  # naive or other zones: per value
     arr = pa.array(col, pa.timestamp("us", tz="UTC"))
@@ -274,7 +303,7 @@ def _utc_timestamps(col: tuple) -> pa.BinaryArray | None:
     return _fixed(head, np.where(null, 0, 8), micros)
 
 
-def _dates(col: tuple) -> pa.BinaryArray:
+def _dates(col: tuple, _widened: np.ndarray) -> pa.BinaryArray:
     arr = pa.array(col, pa.date32())
     null = arr.is_null().to_numpy(zero_copy_only=False)
     days = arr.cast(pa.int32()).fill_null(0).to_numpy()
@@ -290,7 +319,7 @@ class _SlowRows:
         self.rows, self.base = rows, base
 
 
-_TYPED: dict[type, Callable[[tuple], Any]] = {
+_TYPED: dict[type, Callable[[tuple, np.ndarray], Any]] = {
     int: _ints, bool: _bools, str: _strs, Decimal: _decimals, dt.datetime: _utc_timestamps, dt.date: _dates,
 }
 """Column encoders for a column of one type (and nulls); None or an exception sends it to the per-value path."""
