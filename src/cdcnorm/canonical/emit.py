@@ -400,7 +400,9 @@ class BatchBuilder:
                 i += 5
             else:
                 col = cols[i]
-                arrays.append(pa.nulls(n, f.type) if col.count(None) == n else pa.array(col, type=f.type))
+                # `count` compares every value with None: only when the first one is (a column of nulls)
+                arrays.append(pa.nulls(n, f.type) if n and col[0] is None and col.count(None) == n
+                              else pa.array(col, type=f.type))
                 i += 1
         return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
 

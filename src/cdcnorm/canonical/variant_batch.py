@@ -106,18 +106,19 @@ def _encode_group(images: Any, rows: list[int], plan: V._FlatPlan, out: Encoded)
     heads = _heads(offsets, total, prefix, header)
     joined = pc.binary_join_element_wise(heads, *encoded, b"").to_pylist()
     values, metas = out.values, out.metadata
-    for j, (i, value) in enumerate(zip(rows, joined, strict=True)):
-        if big[j]:
-            try:
-                values[i], metas[i], wide = V.encode_lenient(images[i])
-            except Exception as exc:  # noqa: BLE001 - e.g. beyond Spark's size limit: that row fails alone
-                out.failed[i] = exc
-                continue
-            if wide:
-                out.widened.append(i)
+    for i, value in zip(rows, joined, strict=True):
+        values[i] = value
+        metas[i] = metadata
+    out.widened.extend(rows[j] for j in np.flatnonzero(widened & ~big).tolist())
+    for j in np.flatnonzero(big).tolist():
+        i = rows[j]
+        try:
+            values[i], metas[i], wide = V.encode_lenient(images[i])
+        except Exception as exc:  # noqa: BLE001 - e.g. beyond Spark's size limit: that row fails alone
+            values[i] = metas[i] = None
+            out.failed[i] = exc
             continue
-        values[i], metas[i] = value, metadata
-        if widened[j]:
+        if wide:
             out.widened.append(i)
     return True
 
@@ -185,8 +186,10 @@ def _per_value(col: tuple, rows: Any, widened: np.ndarray, base: pa.Array | None
 
 def _fixed(head: np.ndarray, width: np.ndarray, payload: np.ndarray, scale: np.ndarray | None = None) -> pa.BinaryArray:
     """Per value: a header byte, a scale byte where `scale` is given and the width is not 0 (decimals), then
-    `width` little-endian bytes of `payload`."""
+    the first `width` bytes of its `payload` row (an int64 array is taken as 8 little-endian bytes)."""
     n = len(head)
+    if payload.ndim == 1:
+        payload = np.ascontiguousarray(payload.astype("<i8")).view(np.uint8).reshape(n, 8)
     has_scale = np.zeros(n, np.int64) if scale is None else (width > 0).astype(np.int64)
     lengths = 1 + has_scale + width.astype(np.int64)
     offsets = np.zeros(n + 1, np.int64)
@@ -197,12 +200,11 @@ def _fixed(head: np.ndarray, width: np.ndarray, payload: np.ndarray, scale: np.n
     if scale is not None:
         data[(starts + 1)[width > 0]] = scale[width > 0]
     base = starts + 1 + has_scale
-    raw = payload.astype(np.int64).view(np.uint64)
-    for b in range(8):
+    for b in range(payload.shape[1]):
         mask = width > b
         if not mask.any():
             break
-        data[base[mask] + b] = (raw[mask] >> np.uint64(8 * b)).astype(np.uint8)
+        data[base[mask] + b] = payload[mask, b]
     return pa.BinaryArray.from_buffers(_BIN, n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)])
 
 
@@ -230,65 +232,65 @@ def _strs(col: tuple, _widened: np.ndarray) -> pa.BinaryArray | None:
 
 def _texts(arr: pa.StringArray) -> pa.BinaryArray | None:
     """Each text as `variant._enc_str` encodes it (a 1-byte header below 64 bytes, else 5), nulls as null."""
-    arr = pa.concat_arrays([arr]) if arr.offset else arr
     n = len(arr)
     null = arr.is_null().to_numpy(zero_copy_only=False)
     lengths = pc.binary_length(arr).fill_null(0).to_numpy().astype(np.int64)
     if n and lengths.max() > V.SIZE_LIMIT:
         return None  # the per-value encoder raises for it
     long = lengths >= 64
-    head_len = np.where(long, 5, 1)
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(head_len + lengths, out=offsets[1:])
-    out = np.empty(int(offsets[-1]), np.uint8)
-    starts = offsets[:-1]
-    is_body = np.ones(len(out), np.bool_)
-    is_body[starts] = False
-    out[starts] = np.where(null, _NULL_HEAD, np.where(long, V._H_LONG_STR, (lengths << 2) | 1) & 0xFF)
-    if long.any():
-        at = starts[long]
-        for b in range(4):
-            out[at + 1 + b] = (lengths[long] >> (8 * b)) & 0xFF
-            is_body[at + 1 + b] = False
-    src = np.frombuffer(arr.buffers()[1], np.int32, n + 1).astype(np.int64)
-    packed = np.cumsum(lengths) - lengths  # where each text starts among the bodies
-    if int(lengths.sum()):
-        # gather each non-null text's bytes (a null slot may still own bytes in the source buffer)
-        at = np.repeat(src[:-1] - packed, lengths) + np.arange(int(lengths.sum()))
-        out[is_body] = np.frombuffer(arr.buffers()[2], np.uint8)[at]
-    return pa.BinaryArray.from_buffers(_BIN, n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(out)])
+    head = np.where(null, _NULL_HEAD, np.where(long, V._H_LONG_STR, (lengths << 2) | 1)).astype(np.uint8)
+    heads = _fixed(head, np.where(long & ~null, 4, 0), lengths)
+    return pc.binary_join_element_wise(heads, arr.cast(_BIN), b"", null_handling="replace", null_replacement=b"")
 
 
 def _decimals(col: tuple, widened: np.ndarray) -> Any:
-    """Decimals from their text, as `variant._enc_decimal` reads it: plain notation of at most 18 digits as
-    decimal4/8, beyond decimal(38) as their exact text (`widened`); exponent forms and 19 to 38 digits per value."""
+    """Decimals from their text, exactly as `variant._enc_decimal` reads them. Plain notation (`-12.50`): scale =
+    digits after the point, unscaled = the digits, decimal4/8/16 by magnitude, beyond decimal(38) the exact text
+    (`widened`). Exponent notation (`3.44E-8`, the general path): scale = minus the exponent, decimal4/8/16 by
+    precision. Positive exponents, NaN, Infinity and exponent forms beyond decimal(38) go per value. The unscaled
+    integers come from one Arrow cast to decimal128, whose 16 little-endian bytes per value are the payload."""
+    n = len(col)
     texts = pa.array(list(map(str, col)), pa.string())
     null = pc.equal(texts, "None").to_numpy(zero_copy_only=False)  # no Decimal's text is "None"
-    odd = pc.match_substring_regex(texts, "[EnN]").to_numpy(zero_copy_only=False) & ~null
-    dot = pc.find_substring(texts, ".").to_numpy()
-    length = pc.utf8_length(texts).to_numpy()
-    scale = np.where(dot < 0, 0, length - dot - 1)
-    digits = pc.utf8_ltrim(pc.replace_substring(texts, ".", "", max_replacements=1), "-")
-    ndigits = pc.utf8_length(digits).to_numpy()
+    special = pc.match_substring_regex(texts, "[nN]").to_numpy(zero_copy_only=False) & ~null
+    sci = pc.match_substring(texts, "E").to_numpy(zero_copy_only=False) & ~null & ~special
+    plain = ~(null | special | sci)
+    if sci.any():
+        parts = pc.split_pattern(pc.if_else(pa.array(sci), texts, "0E0"), "E", max_splits=1)
+        mantissa = pc.if_else(pa.array(sci), pc.list_element(parts, 0), texts)
+        exp = pc.cast(pc.replace_substring(pc.list_element(parts, 1), "+", ""), pa.int64()).to_numpy()
+    else:
+        mantissa, exp = texts, np.zeros(n, np.int64)
+    dot = pc.find_substring(mantissa, ".").to_numpy()
+    fraction = np.where(dot < 0, 0, pc.utf8_length(mantissa).to_numpy() - dot - 1)
+    signed = pc.replace_substring(mantissa, ".", "", max_replacements=1)
+    digits = pc.utf8_ltrim(signed, "-")
+    exponent = exp - fraction
+    precision = np.maximum(pc.utf8_length(digits).to_numpy(), -exponent)
+    sci_ok = sci & (exponent <= 0) & (precision <= 38)
+    scale = np.where(sci, -exponent, fraction)
     significant = pc.utf8_length(pc.utf8_ltrim(digits, "0")).to_numpy()
-    plain = ~(odd | null)
-    short = plain & (ndigits <= 18)
     wide = plain & ((significant > 38) | (scale > 38))  # _enc_decimal refuses it: the lenient rule's text
-    signed = pc.replace_substring(texts, ".", "", max_replacements=1)
-    unscaled = pc.cast(pc.if_else(pa.array(short), signed, "0"), pa.int64()).to_numpy()
-    mag = np.abs(unscaled)
-    dec4 = short & (scale <= 9) & (mag < 10**9)
-    dec8 = short & ~dec4 & (scale <= 18) & (mag < 10**18)
-    slow = plain & ~(dec4 | dec8 | wide) | odd
-    width = np.where(dec4, 4, np.where(dec8, 8, 0))
-    head = np.where(dec4, V._H_DEC4, np.where(dec8, V._H_DEC8, _NULL_HEAD)).astype(np.uint8)
-    enc = _fixed(head, width, unscaled, scale.astype(np.uint8))
+    exact = (plain & ~wide) | sci_ok
+    unscaled = pc.cast(pc.if_else(pa.array(exact), signed, "0"), pa.decimal128(38, 0))
+    raw = np.frombuffer(unscaled.buffers()[1], np.uint8, 16 * n).reshape(n, 16)
+    lo = raw[:, :8].copy().view("<i8").ravel()
+    fits = raw[:, 8:].copy().view("<i8").ravel() == (lo >> 63)  # the high half only extends the sign
+    mag = np.abs(lo)
+    plain_ok = plain & ~wide
+    dec4 = (plain_ok & fits & (scale <= 9) & (mag < 10**9)) | (sci_ok & (precision <= 9))
+    dec8 = ~dec4 & ((plain_ok & fits & (scale <= 18) & (mag < 10**18)) | (sci_ok & (precision <= 18)))
+    dec16 = exact & ~(dec4 | dec8)
+    width = np.select([dec4, dec8, dec16], [4, 8, 16], 0)
+    head = np.select([dec4, dec8, dec16], [V._H_DEC4, V._H_DEC8, V._H_DEC16], _NULL_HEAD).astype(np.uint8)
+    enc = _fixed(head, width, raw, np.where(exact, scale, 0).astype(np.uint8))
     if wide.any():
         text = _texts(pc.if_else(pa.array(wide), texts, pa.scalar(None, pa.string())))
         if text is None:
             return None
         enc = pc.if_else(pa.array(wide), text, enc)
         widened |= wide
+    slow = (special | sci) & ~sci_ok
     return _SlowRows(np.flatnonzero(slow), enc) if slow.any() else enc
 
 
