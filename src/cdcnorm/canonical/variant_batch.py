@@ -1,17 +1,21 @@
-"""VARIANT encoding of a whole batch's row images at once: column by column through numpy and Arrow.
+"""VARIANT encoding of a whole batch's keys or row images at once: column by column through numpy and Arrow.
 
-Why: encoding each row image on its own (`variant.encode_lenient`) cost one Python call per value plus the
-object's offsets and joins per row, about 7 µs of a Datastream JSON record's 40 (key and image). The rows of one
-table share their key set, hence one metadata dictionary, one field-id list and one value order (the plan of
-`variant._flat_plan`), so only the values differ; those are encoded per *column* of a group of rows with the
-same keys: texts by Arrow, ints / booleans / dates / UTC timestamps / decimals by numpy arithmetic on
-their header bytes and little-endian payloads, then each row's object header, field ids and offsets are built
-from the per-column lengths and everything is concatenated per row by one Arrow kernel.
+Why: encoding each row image on its own (`variant.encode_lenient`, called from `BatchBuilder.change`) cost one
+Python call per value plus the object's offsets and joins per row, about 7 µs of a Datastream JSON record's 40
+(key and image). The rows of one table share their key set, hence one metadata dictionary, one field-id list
+and one value order (the plan of `variant._flat_plan`), so only the values differ: `BatchBuilder.flush` hands
+each VARIANT column to :func:`encode_column`, which groups the rows by key set and encodes each *column* of a
+group at once - texts, ints, booleans, dates and UTC timestamps from Arrow arrays, decimals from their text
+through one Arrow cast to decimal128 - as header bytes and little-endian payloads built with numpy, then each
+row's object header, field ids and offsets from the per-column lengths; one Arrow kernel joins the parts per row.
+Measured (issue 13, docs/benchmarks.md "Decode kernel"): the gain is smaller than the per-value cost suggests,
+since each of the ~40 Arrow/numpy steps per column has a fixed cost and a per-element cost of its own.
 
 Output is byte-identical to `variant.encode_lenient` (tests/test_variant_batch.py checks it against random
-images): anything the column paths do not cover exactly - a column of mixed types, a float, bytes, a
-decimal of more than 18 digits or in exponent form, an int beyond 64 bits, a string of 64 bytes or more, a
-nested value, a row over 64 KiB - is encoded by the per-value or per-row encoder for just those values or rows.
+images): anything the column paths do not cover exactly - a column of mixed types, floats, bytes, NaN,
+Infinity, a decimal with a positive exponent, an int beyond 64 bits, a naive or non-UTC datetime, a nested
+value, a row over 64 KiB, a group of fewer than 8 rows - is encoded by the per-value or per-row encoder for
+just those values or rows.
 """
 
 from __future__ import annotations
