@@ -12,10 +12,11 @@ import datetime as dt
 from decimal import Decimal
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdcnorm.canonical import variant
+from cdcnorm.canonical import variant, variant_batch
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.record import Change
 from cdcnorm.canonical.variant_batch import encode_column
@@ -36,6 +37,14 @@ _TEXTS = st.one_of(st.text(max_size=80), st.sampled_from(["", "é" * 40, "😀" 
 _TIMES = st.datetimes(timezones=st.sampled_from([None, _UTC, _TZ]))
 _SCALAR = {"int": _INTS, "dec": _DECIMALS, "str": _TEXTS, "bool": st.booleans(), "date": st.dates(),
            "ts": _TIMES, "float": st.floats(allow_nan=False), "bytes": st.binary(max_size=70)}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _column_paths_for_small_groups():
+    """The column paths run from 1,024 rows a group; here from 8, so small random columns exercise them."""
+    old, variant_batch._MIN_GROUP = variant_batch._MIN_GROUP, 8
+    yield
+    variant_batch._MIN_GROUP = old
 
 
 def _reference(image):
@@ -120,3 +129,13 @@ def test_a_row_that_cannot_be_encoded_is_quarantined_alone():
     assert "after" in bad[0]["_message"] and bad[0]["after"] is None and bad[0]["event_id"] is None
     good = batch.filter(pa.compute.equal(batch.column("_kind"), "change")).to_pylist()
     assert good[0]["after"]["value"] == variant.encode({"id": 1, "s": "ok"})[0]
+
+
+def test_groups_below_the_threshold_are_encoded_row_by_row(monkeypatch):
+    monkeypatch.setattr(variant_batch, "_MIN_GROUP", 1024)
+    calls = []
+    monkeypatch.setattr(variant_batch, "_encode_group", lambda *a: calls.append(a) or False)
+    _check([{"id": i, "d": Decimal(i) / 7} for i in range(1023)] + [None])
+    assert calls == []
+    _check([{"id": i} for i in range(1024)])
+    assert len(calls) == 1
