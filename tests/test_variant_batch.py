@@ -31,7 +31,9 @@ _DECIMALS = st.one_of(
     st.builds(lambda d, e: Decimal(d).scaleb(e), st.integers(-(10**45), 10**45), st.integers(-45, 10)),
     st.sampled_from([Decimal("NaN"), Decimal("Infinity"), Decimal("-0.00"), Decimal("1E+5"), Decimal("0E-7"),
                      Decimal("0.00000003441694611721"), Decimal("49947960065445290406210.73275125502165715522"),
-                     Decimal("-" + "9" * 38), Decimal("1" + "0" * 38), Decimal("0." + "1" * 39)]),
+                     Decimal("-" + "9" * 38), Decimal("1" + "0" * 38), Decimal("0." + "1" * 39),
+                     Decimal(-(2**63)), Decimal(2**63 - 1), Decimal(-(2**63)) / 1000, Decimal("-999999999"),
+                     Decimal("-1000000000")]),
 )
 _TEXTS = st.one_of(st.text(max_size=80), st.sampled_from(["", "é" * 40, "😀" * 20, "x" * 63, "x" * 64]))
 _TIMES = st.datetimes(timezones=st.sampled_from([None, _UTC, _TZ]))

@@ -282,10 +282,11 @@ def _decimals(col: tuple, widened: np.ndarray) -> Any:
     raw = np.frombuffer(unscaled.buffers()[1], np.uint8, 16 * n).reshape(n, 16)
     lo = raw[:, :8].copy().view("<i8").ravel()
     fits = raw[:, 8:].copy().view("<i8").ravel() == (lo >> 63)  # the high half only extends the sign
-    mag = np.abs(lo)
+    small = (lo > -(10**9)) & (lo < 10**9)  # comparisons, not abs(): abs(-2**63) overflows int64
+    medium = (lo > -(10**18)) & (lo < 10**18)
     plain_ok = plain & ~wide
-    dec4 = (plain_ok & fits & (scale <= 9) & (mag < 10**9)) | (sci_ok & (precision <= 9))
-    dec8 = ~dec4 & ((plain_ok & fits & (scale <= 18) & (mag < 10**18)) | (sci_ok & (precision <= 18)))
+    dec4 = (plain_ok & fits & (scale <= 9) & small) | (sci_ok & (precision <= 9))
+    dec8 = ~dec4 & ((plain_ok & fits & (scale <= 18) & medium) | (sci_ok & (precision <= 18)))
     dec16 = exact & ~(dec4 | dec8)
     width = np.select([dec4, dec8, dec16], [4, 8, 16], 0)
     head = np.select([dec4, dec8, dec16], [V._H_DEC4, V._H_DEC8, V._H_DEC16], _NULL_HEAD).astype(np.uint8)
