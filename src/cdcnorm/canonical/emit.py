@@ -19,7 +19,7 @@ import orjson
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from cdcnorm.canonical import tuple_codec, variant
+from cdcnorm.canonical import tuple_codec, variant, variant_batch
 from cdcnorm.canonical.record import Change, SchemaVersion, key_of
 from cdcnorm.canonical.schema import COLUMNS, DERIVED, FLAGS
 
@@ -320,9 +320,7 @@ class BatchBuilder:
             key_bytes = _key_bytes(tuple(map(key.get, pks)))
         event_id = event_id_of(c.vendor, c.stream, (c.database, c.schema, c.table), c.id_parts)
         after = c.after if c.after is not None or c.content is None else c.content
-        key_v, key_m = _encode_variant(key, flags)
-        before_v, before_m = _encode_variant(c.before, flags)
-        after_v, after_m = _encode_variant(after, flags)
+        # key, before and after stay Python values here: flush() encodes each VARIANT column per batch
         # Top-level tuple encodings concatenate, so the event id is appended as one more string element.
         sort_key = tuple_codec.encode(tuple(c.sort_parts)) + b"\x02" + event_id.encode() + b"\x00"
         uri, partition, offset, index, no_origin = self._origin
@@ -330,7 +328,7 @@ class BatchBuilder:
         self._counted = True
         self._rows.append((
             c.vendor, c.format, c.stream, c.source_db, c.database, c.schema, c.table, c.op, c.vendor_op, flags,
-            pks, key_v, key_m, key_bytes, before_v, before_m, after_v, after_m, c.changed_columns,
+            pks, key, None, key_bytes, c.before, None, after, None, c.changed_columns,
             c.missing_columns, c.ddl, c.ddl_changes, c.schema_version, c.source_ts, c.capture_ts, c.tx_id,
             c.tx_seq, c.tx_last, c.position, sort_key, event_id, uri, partition, offset, index, no_origin,
             KIND_CHANGE, records, 0, None, None, None, c.pair, c.pair_role, None,
@@ -368,27 +366,71 @@ class BatchBuilder:
         self._counted = counted
 
     def flush(self) -> pa.RecordBatch:
-        """Return the collected rows as one Arrow batch and start empty."""
+        """Return the collected rows as one Arrow batch and start empty.
+
+        Change rows hold their key and images as Python values: each VARIANT column is encoded here for the
+        whole batch (cdcnorm.canonical.variant_batch). A row whose image cannot be encoded at all (which
+        used to escape `change` and end the file's decoding) becomes that record's quarantine row.
+        """
         rows, self._rows = self._rows, []
         n = len(rows)
         cols = list(zip(*rows, strict=True)) if rows else [()] * len(_SLOTS)
+        encoded = {}
+        failed: dict[int, tuple[str, Exception]] = {}
+        for name in _VARIANT_COLS:
+            enc = encoded[name] = variant_batch.encode_column(cols[_SLOT_INDEX[name]], _lenient_row)
+            for r in enc.widened:
+                flags = cols[_FLAGS_SLOT][r]
+                if "decimal_as_string" not in flags:
+                    flags.append("decimal_as_string")
+            for r, exc in enc.failed.items():
+                failed.setdefault(r, (name, exc))
+        if failed:
+            self._rows = [_failed_row(row, *failed[r]) if r in failed else row for r, row in enumerate(rows)]
+            return self.flush()
         arrays = []
         i = 0
         for f in ARROW_SCHEMA:
             if f.name in _VARIANT_COLS:
-                arrays.append(_variant_array(cols[i], cols[i + 1], n))
+                enc = encoded[f.name]
+                arrays.append(_variant_array(enc.values, enc.metadata, n))
                 i += 2
             elif f.name == "origin":
                 arrays.append(_origin_array(cols[i:i + 5], n))
                 i += 5
             else:
                 col = cols[i]
-                arrays.append(pa.nulls(n, f.type) if col.count(None) == n else pa.array(col, type=f.type))
+                # `count` compares every value with None: only when the first one is (a column of nulls)
+                arrays.append(pa.nulls(n, f.type) if n and col[0] is None and col.count(None) == n
+                              else pa.array(col, type=f.type))
                 i += 1
         return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
 
 
-def _variant_array(values: tuple, metadata: tuple, n: int) -> pa.StructArray:
+_FLAGS_SLOT = _SLOT_INDEX["flags"]
+
+
+def _lenient_row(value: Any) -> tuple[bytes, bytes, bool]:
+    """One image as `_encode_variant` encodes it, saying whether a number became text (the row's flag)."""
+    flags: list[str] = []
+    encoded, metadata = _encode_variant(value, flags)
+    return encoded, metadata, bool(flags)  # type: ignore[return-value]
+
+
+def _failed_row(row: tuple, column: str, exc: Exception) -> tuple:
+    """The quarantine row of a change whose `column` cannot be encoded as VARIANT (same record, origin, counts)."""
+    values = dict(zip(_SLOTS, row, strict=True))
+    kept = {name: values[name] for name in ("vendor", "format", Bookkeeping.RECORDS, *_ORIGIN_SLOTS)}
+    kept.update({Bookkeeping.KIND: KIND_QUARANTINE, Bookkeeping.MERGED: 0, Bookkeeping.RULE: "adapter_error",
+                 Bookkeeping.MESSAGE: f"{type(exc).__name__}: {exc} while encoding the {column} of this record as "
+                                      "VARIANT; the records around it were decoded"})
+    return tuple(map(kept.get, _SLOTS))
+
+
+_ORIGIN_SLOTS = tuple(f"origin#{f}" for f in _ORIGIN_FIELDS) + ("origin#null",)
+
+
+def _variant_array(values: list, metadata: list, n: int) -> pa.StructArray:
     """VARIANT column: null rows are null structs over empty (non-null) child bytes, as Spark expects."""
     vals = pa.array(values, pa.binary())
     nulls = vals.null_count
