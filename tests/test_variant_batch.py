@@ -117,7 +117,7 @@ def test_a_row_that_cannot_be_encoded_is_quarantined_alone():
     out = BatchBuilder()
     rows = [{"id": 1, "s": "ok"}, {"id": 2, "s": "lone \ud800 surrogate"}, {"id": 3, "s": "fine"}]
     for i, row in enumerate(rows * 4):
-        out.begin_record("f", i, offset=str(i))
+        out.begin_record("f", i, offset=str(i), raw=f"line {i}".encode())
         out.change(Change(vendor="v", format="f", stream="s", op="INSERT", sort_parts=(1, i), id_parts=(i,),
                           table="t", primary_keys=["id"], key={"id": row["id"]}, after=row))
     out.end_record()
@@ -128,9 +128,11 @@ def test_a_row_that_cannot_be_encoded_is_quarantined_alone():
     bad = batch.filter(pa.compute.equal(batch.column("_kind"), "quarantine")).to_pylist()
     assert {r["_rule"] for r in bad} == {"adapter_error"}
     assert [r["origin"]["index"] for r in bad] == [1, 4, 7, 10]
+    assert [r["_raw"] for r in bad] == [b"line 1", b"line 4", b"line 7", b"line 10"]
     assert "after" in bad[0]["_message"] and bad[0]["after"] is None and bad[0]["event_id"] is None
     good = batch.filter(pa.compute.equal(batch.column("_kind"), "change")).to_pylist()
     assert good[0]["after"]["value"] == variant.encode({"id": 1, "s": "ok"})[0]
+    assert {r["_raw"] for r in good} == {None}
 
 
 def test_groups_below_the_threshold_are_encoded_row_by_row(monkeypatch):

@@ -331,8 +331,8 @@ class BatchBuilder:
             pks, key, None, key_bytes, c.before, None, after, None, c.changed_columns,
             c.missing_columns, c.ddl, c.ddl_changes, c.schema_version, c.source_ts, c.capture_ts, c.tx_id,
             c.tx_seq, c.tx_last, c.position, sort_key, event_id, uri, partition, offset, index, no_origin,
-            KIND_CHANGE, records, 0, None, None, None, c.pair, c.pair_role, None,
-        ))
+            KIND_CHANGE, records, 0, None, None, self._raw, c.pair, c.pair_role, None,
+        ))  # the record's raw bytes ride along until flush: the quarantine of an image that cannot be encoded
 
     def quarantine(self, error_class: str, message: str, raw: bytes | None = None) -> None:
         """Quarantine the current record with a stable reason tag and a message a person can act on."""
@@ -388,6 +388,8 @@ class BatchBuilder:
         if failed:
             self._rows = [_failed_row(row, *failed[r]) if r in failed else row for r, row in enumerate(rows)]
             return self.flush()
+        cols[_RAW_SLOT] = [None if kind == KIND_CHANGE else raw for kind, raw in zip(cols[_KIND_SLOT], cols[_RAW_SLOT],
+                                                                                      strict=True)]
         arrays = []
         i = 0
         for f in ARROW_SCHEMA:
@@ -408,6 +410,8 @@ class BatchBuilder:
 
 
 _FLAGS_SLOT = _SLOT_INDEX["flags"]
+_KIND_SLOT = _SLOT_INDEX[Bookkeeping.KIND]
+_RAW_SLOT = _SLOT_INDEX[Bookkeeping.RAW]
 
 
 def _lenient_row(value: Any) -> tuple[bytes, bytes, bool]:
@@ -421,6 +425,8 @@ def _failed_row(row: tuple, column: str, exc: Exception) -> tuple:
     """The quarantine row of a change whose `column` cannot be encoded as VARIANT (same record, origin, counts)."""
     values = dict(zip(_SLOTS, row, strict=True))
     kept = {name: values[name] for name in ("vendor", "format", Bookkeeping.RECORDS, *_ORIGIN_SLOTS)}
+    raw = values[Bookkeeping.RAW]
+    kept[Bookkeeping.RAW] = raw() if callable(raw) else raw
     kept.update({Bookkeeping.KIND: KIND_QUARANTINE, Bookkeeping.MERGED: 0, Bookkeeping.RULE: "adapter_error",
                  Bookkeeping.MESSAGE: f"{type(exc).__name__}: {exc} while encoding the {column} of this record as "
                                       "VARIANT; the records around it were decoded"})
