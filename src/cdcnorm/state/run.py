@@ -26,6 +26,7 @@ from cdcnorm.state.bookmark import combine, needs_rebuild, plan_json, stats_from
 from cdcnorm.state.hints import apply_hints, check_hints_used
 from cdcnorm.state.index import build_summary, read_index, write_index
 from cdcnorm.state.merge import applicable, keyed_entries, keyless_state
+from cdcnorm.state.observed import fill, lean_stats, observe
 from cdcnorm.state.paths import CURRENT, TOMBSTONES, TableId
 from cdcnorm.state.plan import (
     IDENT,
@@ -332,7 +333,8 @@ def _rebuild(lk: Lake, cut: Cut, selected, latest, bookmarks, rebuild: dict[Tabl
         hids = sorted({bookmarks[t]["hid"] if t in bookmarks else h for t, (_, h) in rebuild.items()} - {None})
         changes = changes.where(F.col("_tid").isin(*hids))
         schemas_only = {h for h in latest if h in hids}
-    stats = table_stats(changes, set(latest))
+    # the lean statistics when they can plan every table: the merge observes the rest (cdcnorm.state.observed)
+    stats = lean_stats(changes, set(latest)) or table_stats(changes, set(latest))
     seen.update(stats)
     if len(stats) > 1:  # several tables read the same changes: keep them once instead of scanning per table
         changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
@@ -352,6 +354,7 @@ def _rebuild_table(lk: Lake, cut: Cut, plan: TablePlan, changes: DataFrame, why:
     cur, tomb = _current(lk, plan), _tombs(lk, plan)
     prefix = f"apply-v{cut.changes}-{secrets.token_hex(4)}"
     old = len(file_ranges(cur)) + len(file_ranges(tomb))
+    changes, seen = observe(changes, plan)
     rows = applicable(changes, plan)
     if plan.key_mode == "keyless":
         state = typed_keyless(keyless_state(once(rows)), plan, with_meta=True).persist(StorageLevel.MEMORY_AND_DISK)
@@ -367,6 +370,7 @@ def _rebuild_table(lk: Lake, cut: Cut, plan: TablePlan, changes: DataFrame, why:
             live, dead = _counts(m)
         live_df = keyed.live_rows(m)
     adds = write_sorted(live_df, cur, prefix, live or 0, presorted=plan.key_mode != "keyless") if live != 0 else []
+    fill(plan, seen)  # the merge ran (a write or the counts): its observed figures are in
     plan.rows = written_rows(adds)
     commit(cur, adds, [], cut.changes, _bookmark(cut, plan), overwrite=True)
     tadds = write_sorted(keyed.tombstone_rows(m), tomb, prefix, dead) if dead else []
