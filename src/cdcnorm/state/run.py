@@ -208,7 +208,7 @@ def apply_lake(lk: Lake, tables: list[str] | None, full: bool = False, history: 
 def _bookmarks(lk: Lake, tables: list[str] | None) -> dict[TableId, dict[str, Any]]:
     """Selected tables that have a target with a bookmark; `since`: the version both of its tables reached."""
     out = {}
-    for e in read_index(lk.spark, lk.path):
+    for e in read_index(lk.spark, lk.path, lk):
         tid = TableId(*(e[c] for c in IDENT))
         if not matches(tid, tables):
             continue
