@@ -256,6 +256,8 @@ def _fs_and_path(spark: SparkSession, root: str):
 def walk(spark: SparkSession, root: str, parquet_only: bool = True, hidden: bool = False) -> list[Listed]:
     """Every file under `root` (recursively); hidden entries (`_delta_log`, `_SUCCESS`, `.crc`, `_temporary`, ...)
     only with `hidden`."""
+    if is_local(root) and os.path.isdir(local_path(root)):
+        return _walk_local(local_path(root), parquet_only, hidden)
     fs, path = _fs_and_path(spark, root)
     if not fs.exists(path):
         return []
@@ -273,6 +275,22 @@ def walk(spark: SparkSession, root: str, parquet_only: bool = True, hidden: bool
         if parquet_only and not rel.endswith(".parquet"):
             continue
         out.append(Listed(rel, int(st.getLen()), int(st.getModificationTime())))
+    return sorted(out, key=lambda f: f.rel)
+
+
+def _walk_local(root: str, parquet_only: bool, hidden: bool) -> list[Listed]:
+    """:func:`walk` of a local folder with the standard library: Hadoop's listing costs four py4j calls a file
+    (a written target of 31 files and their checksums: about 300 calls, 0.75 s wall on the driver)."""
+    out = []
+    for folder, dirs, files in os.walk(root):
+        if not hidden:
+            dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+        for name in files:
+            rel = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+            if (not hidden and name.startswith(("_", "."))) or (parquet_only and not name.endswith(".parquet")):
+                continue
+            st = os.stat(os.path.join(folder, name))
+            out.append(Listed(rel, st.st_size, st.st_mtime_ns // 1_000_000))
     return sorted(out, key=lambda f: f.rel)
 
 

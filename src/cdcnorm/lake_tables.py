@@ -66,7 +66,7 @@ def specs() -> dict[str, TableSpec]:
         "halves": TableSpec("halves", halves_schema(), ("vendor",), stats=("entry_kind", "event_time")),
         "changes": TableSpec("changes", changes, ("vendor", SOURCE_DAY),
                              stats=("stream", "database", "schema", "table", "op", "source_ts", "capture_ts",
-                                    "event_id"),
+                                    "event_id", "supersedes"),
                              sort_by=("stream", "table", "event_id")),
         "runs": TableSpec("runs", runs_schema(), stats=("run_id", "vendor", "finished_at")),
     }

@@ -59,6 +59,7 @@ class DeltaTableRef:
     partition_by: tuple[str, ...] = ()
     storage_options: Mapping[str, str] | None = None
     _handle: DeltaTable | None = field(default=None, repr=False, compare=False)
+    _at: tuple[int, DeltaTable] | None = field(default=None, repr=False, compare=False)
 
     # -- existence and features ----------------------------------------------------------------------------
     def exists(self) -> bool:
@@ -99,8 +100,10 @@ class DeltaTableRef:
     def handle(self, version: int | None = None) -> DeltaTable:
         """The table at `version` (latest: loaded once, then brought up to date)."""
         opts = dict(self.storage_options or {})
-        if version is not None:
-            return DeltaTable(self.uri, version=version, storage_options=opts)
+        if version is not None:  # a version never changes: the last one asked for is kept (one apply asks again)
+            if self._at is None or self._at[0] != version:
+                self._at = (version, DeltaTable(self.uri, version=version, storage_options=opts))
+            return self._at[1]
         if self._handle is None:
             try:
                 self._handle = DeltaTable(self.uri, storage_options=opts)

@@ -83,8 +83,9 @@ def note_type_changes(entries: list[dict[str, Any]], previous: dict[str, dict[st
                              for c in e["columns"] if c["name"] in before and before[c["name"]] != c["type"]]
 
 
-def read_index(spark: SparkSession, lake: str) -> list[dict[str, Any]]:
-    """Entries of `LAKE/current/_tables.json` (empty before the first apply)."""
-    lk = Lake(spark, lake)
+def read_index(spark: SparkSession, lake: str, lk: Lake | None = None) -> list[dict[str, Any]]:
+    """Entries of `LAKE/current/_tables.json` (empty before the first apply). `lk`: the lake, when open already
+    (opening one loads and checks the log of each of its tables)."""
+    lk = lk or Lake(spark, lake)
     path = f"{lk.path}/{CURRENT}/{INDEX}"
     return orjson.loads(lk.fs.read_text(path))["tables"] if lk.fs.exists(path) else []
