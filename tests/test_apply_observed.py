@@ -3,9 +3,6 @@ same figures as the full statistics (cdcnorm.state.plan.table_stats), in the sum
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 from pyspark.sql import functions as F
 
 import cdcnorm
@@ -15,19 +12,11 @@ from cdcnorm.state.bookmark import stats_json
 from cdcnorm.state.paths import CURRENT
 from cdcnorm.state.plan import table_stats
 from cdcnorm.state.target import read_bookmark, target
-from conftest import ROOT
-
-
-def _bench():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("bench_apply_observed", ROOT / "benchmarks" / "apply_incremental.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import benchmark_module
 
 
 def test_lean_rebuild_statistics_equal_the_full_ones(spark, tmp_path, monkeypatch):
-    b = _bench()
+    b = benchmark_module("apply_incremental")
     lake = str(tmp_path / "lake")
     Lake(spark, lake, create=True)
     b.commit(spark, lake, b.changes(spark, 0, 600, "INSERT", 0), b.schema_version(spark))
@@ -57,7 +46,7 @@ def test_lean_rebuild_statistics_equal_the_full_ones(spark, tmp_path, monkeypatc
 def test_supersedes_look_only_where_the_log_cannot_rule_it_out(spark, tmp_path):
     """`supersedes` is a statistics column of `changes`: files whose null count is their row count need no look;
     a file that names a change is looked at, and the change it names is still dropped."""
-    b = _bench()
+    b = benchmark_module("apply_incremental")
     lake = str(tmp_path / "lake")
     lk = Lake(spark, lake, create=True)
     b.commit(spark, lake, b.changes(spark, 0, 100, "INSERT", 0), b.schema_version(spark))

@@ -5,8 +5,6 @@ state computed without any partitioning, in files of disjoint, ordered key range
 from __future__ import annotations
 
 import bisect
-import importlib.util
-import sys
 
 import pytest
 from pyspark.sql import functions as F
@@ -15,7 +13,7 @@ import cdcnorm
 from cdcnorm.lake import Lake
 from cdcnorm.state import ranges, run
 from cdcnorm.state.ranges import PREFIX_BYTES, QUANTILES, key_bounds, partition_id
-from conftest import ROOT
+from conftest import benchmark_module
 
 
 def test_key_bounds_from_a_sample():
@@ -38,16 +36,9 @@ def test_partition_id_is_the_place_among_the_bounds(spark):
     assert got[bytes([0, 0, 0, 0, 0, 0, 20])] == 2 and got[b"\x01"] == 5
 
 
-def _bench():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("bench_apply_incremental", ROOT / "benchmarks" / "apply_incremental.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_full_apply_over_sampled_ranges_equals_the_unpartitioned_state(spark, tmp_path, monkeypatch):
-    b = _bench()
+    b = benchmark_module("apply_incremental")
     lake = str(tmp_path / "lake")
     Lake(spark, lake, create=True)
     b.commit(spark, lake, b.changes(spark, 0, 4000, "INSERT", 0), b.schema_version(spark))

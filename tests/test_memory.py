@@ -7,24 +7,14 @@ with the adapter's `read_file` in a fresh subprocess; the peak RSS above the pos
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import benchmark_module
 
 SIZE_MB = 100
-
-
-def _memory_module():
-    spec = importlib.util.spec_from_file_location("bench_memory", ROOT / "benchmarks" / "memory.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-memory = _memory_module()
+memory = benchmark_module("memory")
 
 
 @pytest.fixture(scope="session")
