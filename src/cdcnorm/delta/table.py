@@ -139,6 +139,19 @@ class DeltaTableRef:
                         "partition": {c: parts[c][i] if c in parts else None for c in self.partition_by}})
         return out
 
+    def all_null(self, column: str, version: int, paths: set[str] | None = None) -> bool:
+        """Whether the log's statistics prove `column` null in every live file at `version` (among `paths`,
+        relative, when given): each file counts as many nulls there as rows. A table without the version, or a
+        file without that statistic (written before the column had one), proves nothing: False."""
+        if version < 0 or not self.exists():
+            return False
+        acts = self.add_actions(version)
+        if acts.num_rows == 0 or f"null_count.{column}" not in acts.column_names:
+            return False
+        files = zip(acts.column("path").to_pylist(), acts.column("num_records").to_pylist(),
+                    acts.column(f"null_count.{column}").to_pylist(), strict=True)
+        return all(n is not None and k == n for p, k, n in files if paths is None or p in paths)
+
     def files(self, version: int | None = None) -> list[str]:
         """Absolute URIs of the live data files at `version`."""
         return self.handle(version).file_uris()
