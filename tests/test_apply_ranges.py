@@ -31,9 +31,10 @@ def test_partition_id_is_the_place_among_the_bounds(spark):
     bounds = [bytes([0, 0, 0, 0, 0, 0, b]) for b in (10, 20, 30, 40, 50)]
     keys = [bytes([0, 0, 0, 0, 0, 0, b, 1]) for b in range(0, 60, 3)] + [bytes([0, 0, 0, 0, 0, 0, 20]), b"\x01"]
     df = spark.createDataFrame([(k,) for k in keys], "k binary")
-    got = {bytes(r["k"]): r["p"] for r in df.select("k", partition_id(F.col("k"), bounds).alias("p")).collect()}
-    assert got == {k: bisect.bisect_right(bounds, k) for k in keys}
-    assert got[bytes([0, 0, 0, 0, 0, 0, 20])] == 2 and got[b"\x01"] == 5
+    for key in (F.col("k"), "k"):  # a column, or a column's name (one SQL expression)
+        got = {bytes(r["k"]): r["p"] for r in df.select("k", partition_id(key, bounds).alias("p")).collect()}
+        assert got == {k: bisect.bisect_right(bounds, k) for k in keys}
+        assert got[bytes([0, 0, 0, 0, 0, 0, 20])] == 2 and got[b"\x01"] == 5
 
 
 

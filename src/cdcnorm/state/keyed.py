@@ -138,7 +138,7 @@ def batch_entries(rows: DataFrame, plan: TablePlan, ranges: int | None = None,
     gkey = group_key(plan)
     missing = F.coalesce(F.col("missing_columns"), F.array().cast("array<string>"))
     bounds = bounds if ranges else None
-    pid = [partition_id(gkey, bounds).alias(_PID)] if bounds else []
+    pid = [partition_id("key_bytes" if plan.key_mode == "event" else gkey, bounds).alias(_PID)] if bounds else []
     rows = rows.select(F.hex(gkey).alias(KEY), "op", "sort_key", "after", "key", missing.alias("_m"), *pid).where(F.col(KEY).isNotNull())
     if bounds:
         rows = rows.repartitionById(len(bounds) + 1, _PID)

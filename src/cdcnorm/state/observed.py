@@ -79,13 +79,14 @@ def _aggs() -> list[Column]:
     ]
 
 
-def observe(changes: DataFrame, plan: TablePlan) -> tuple[DataFrame, Observation | None]:
+def observe(changes: DataFrame, plan: TablePlan, extra: list[Column] | None = None) -> tuple[DataFrame, Observation | None]:
     """`changes` of the plan's table, observed for the figures :func:`fill` completes (when its statistics are
-    lean), and the observation (None: nothing to observe). The merge's scan computes them: no job of its own."""
+    lean) and `extra` ones, and the observation (None: nothing to observe). The merge's scan computes them: no
+    job of its own."""
     if not plan.stats.get(OBSERVED):
         return changes, None
     seen = Observation()
-    return changes.where(of_table(plan.tid)).observe(seen, *_aggs()), seen
+    return changes.where(of_table(plan.tid)).observe(seen, *_aggs(), *(extra or [])), seen
 
 
 def fill(plan: TablePlan, seen: Observation | None) -> None:

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from cdcnorm.canonical.schema import COLUMN_NAMES
 from cdcnorm.delta.read import read_files, read_table
 from cdcnorm.errors import UsageError
+from cdcnorm.fs import delete_file
 from cdcnorm.lake import Lake
 from cdcnorm.lake_tables import run_of
 from cdcnorm.state import keyed
@@ -38,6 +39,7 @@ from cdcnorm.state.plan import (
     table_hash,
     table_stats,
 )
+from cdcnorm.state.presumed import PRESUMED, checks, confirmed, presumed_stats, target_bounds
 from cdcnorm.state.ranges import key_bounds
 from cdcnorm.state.schema_cache import folded_schemas
 from cdcnorm.state.target import (
@@ -88,6 +90,8 @@ class Cut:
     schemas: int
     committed: set[str]
     pending: list[str] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    """The committed runs' rows (with their reports: :mod:`cdcnorm.state.presumed`)."""
 
 
 def prepared(changes: DataFrame, known_none: bool = False) -> DataFrame:
@@ -155,7 +159,7 @@ def apply_lake(lk: Lake, tables: list[str] | None, full: bool = False, history: 
     hints = hints or {}
     runs = lk._runs()
     cut_versions = lk._cut(runs)
-    cut = Cut(cut_versions.get("changes", -1), cut_versions.get("schemas", -1), {r["run_id"] for r in runs})
+    cut = Cut(cut_versions.get("changes", -1), cut_versions.get("schemas", -1), {r["run_id"] for r in runs}, runs=runs)
     cut.pending = [f["path"] for f in lk.table("changes").live(cut.changes)
                    if run_of(f["path"]) is not None and run_of(f["path"]) not in cut.committed] if cut.changes >= 0 else []
     selected = name_filter(tables)
@@ -342,7 +346,8 @@ def _rebuild(lk: Lake, cut: Cut, selected, latest, bookmarks, rebuild: dict[Tabl
     everything = not bookmarks or all(t in rebuild for t in bookmarks)
     if not everything and not rebuild:
         return
-    changes = _lake_changes(lk, cut)
+    known_none = none_superseded(lk.table("changes"), cut.changes)
+    changes = prepared(lk.changes(), known_none)
     schemas_only = set(latest)
     if selected is not None:
         changes = changes.where(selected)
@@ -350,11 +355,24 @@ def _rebuild(lk: Lake, cut: Cut, selected, latest, bookmarks, rebuild: dict[Tabl
         hids = sorted({bookmarks[t]["hid"] if t in bookmarks else h for t, (_, h) in rebuild.items()} - {None})
         changes = changes.where(F.col("_tid").isin(*hids))
         schemas_only = {h for h in latest if h in hids}
-    # the lean statistics when they can plan every table: the merge observes the rest (cdcnorm.state.observed)
-    stats = lean_stats(changes, set(latest)) or table_stats(changes, set(latest))
-    seen.update(stats)
+    # the run reports' figures when they account for every change (cdcnorm.state.presumed), else the lean
+    # statistics when they can plan every table: the merge observes the rest (cdcnorm.state.observed)
+    stats = presumed_stats(lk, cut.changes, cut.runs, latest, bookmarks) \
+        if everything and selected is None and known_none else None
+    stats = stats or lean_stats(changes, set(latest)) or table_stats(changes, set(latest))
     if len(stats) > 1:  # several tables read the same changes: keep them once instead of scanning per table
         changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
+    args = (lk, cut, changes, everything, schemas_only, latest, bookmarks, rebuild, plans, seen, hints)
+    if not _rebuild_plans(stats, *args):  # a presumed figure did not hold: plan the rest from the changes
+        _rebuild_plans(lean_stats(changes, set(latest)) or table_stats(changes, set(latest)), *args)
+    changes.unpersist()
+
+
+def _rebuild_plans(stats, lk: Lake, cut: Cut, changes: DataFrame, everything: bool, schemas_only, latest, bookmarks,
+                   rebuild, plans, seen, hints) -> bool:
+    """Rebuild each planned table not done yet; False when one's presumed statistics did not hold (nothing of it
+    committed: the caller plans the rest again)."""
+    seen.update(stats)
     for plan in plan_tables(stats, {h: latest[h] for h in schemas_only}):
         if not everything and plan.tid not in rebuild and plan.tid in bookmarks:
             continue
@@ -362,16 +380,22 @@ def _rebuild(lk: Lake, cut: Cut, selected, latest, bookmarks, rebuild: dict[Tabl
             continue
         apply_hints([plan], hints, require_all=False)
         plans[plan.tid] = plan
-        _rebuild_table(lk, cut, plan, changes,
-                       rebuild.get(plan.tid, ("--full" if bookmarks else "first apply", None))[0])
-    changes.unpersist()
+        if not _rebuild_table(lk, cut, plan, changes,
+                              rebuild.get(plan.tid, ("--full" if bookmarks else "first apply", None))[0]):
+            del plans[plan.tid]
+            return False
+    return True
 
 
-def _rebuild_table(lk: Lake, cut: Cut, plan: TablePlan, changes: DataFrame, why: str) -> None:
+def _rebuild_table(lk: Lake, cut: Cut, plan: TablePlan, changes: DataFrame, why: str) -> bool:
+    """One table from all of its changes, committed; False (nothing committed) when its statistics were presumed
+    (:mod:`cdcnorm.state.presumed`) and the merge observed other figures."""
     cur, tomb = _current(lk, plan), _tombs(lk, plan)
     prefix = f"apply-v{cut.changes}-{secrets.token_hex(4)}"
-    old = len(file_ranges(cur)) + len(file_ranges(tomb))
-    changes, seen = observe(changes, plan)
+    ranges = file_ranges(cur)
+    old = len(ranges) + len(file_ranges(tomb))
+    presumed = PRESUMED in plan.stats
+    changes, seen = observe(changes, plan, checks() if presumed else None)
     rows = applicable(changes, plan)
     if plan.key_mode == "keyless":
         state = typed_keyless(keyless_state(once(rows)), plan, with_meta=True).persist(StorageLevel.MEMORY_AND_DISK)
@@ -380,6 +404,8 @@ def _rebuild_table(lk: Lake, cut: Cut, plan: TablePlan, changes: DataFrame, why:
     else:
         parts = _parts(int(plan.stats.get("row_changes") or 0))
         bounds = key_bounds(plan.stats.get("key_sample"), parts) if plan.key_mode == "event" else None
+        if bounds is None and presumed and plan.key_mode == "event":
+            bounds = target_bounds(ranges, parts)  # no key sample: the target's own key ranges
         m = keyed.merged(plan, keyed.batch_entries(rows, plan, parts, bounds), None, None, parts, entries_ranged=True)
         live, dead = None, 0
         if plan.stats.get("deletes", 1):  # deleted keys: the merge feeds two tables, keep it once
@@ -387,6 +413,11 @@ def _rebuild_table(lk: Lake, cut: Cut, plan: TablePlan, changes: DataFrame, why:
             live, dead = _counts(m)
         live_df = keyed.live_rows(m)
     adds = write_sorted(live_df, cur, prefix, live or 0, presorted=plan.key_mode != "keyless") if live != 0 else []
+    if presumed and not confirmed(plan.stats, seen):
+        for a in adds:
+            delete_file(lk.spark, f"{cur.uri}/{a.path}")
+        m.unpersist()
+        return False
     fill(plan, seen)  # the merge ran (a write or the counts): its observed figures are in
     plan.rows = written_rows(adds)
     commit(cur, adds, [], cut.changes, _bookmark(cut, plan), overwrite=True)
@@ -395,6 +426,7 @@ def _rebuild_table(lk: Lake, cut: Cut, plan: TablePlan, changes: DataFrame, why:
     m.unpersist()
     plan.applied = {"mode": "rebuilt", "reason": why, "changes": plan.stats.get("row_changes", 0),
                     "files_rewritten": old, "files_written": len(adds) + len(tadds)}
+    return True
 
 
 # -- targets and bookmarks --------------------------------------------------------------------------------------
