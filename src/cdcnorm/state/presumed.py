@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from pyspark.sql import Column, Observation
 from pyspark.sql import functions as F
 
@@ -80,8 +81,6 @@ def presumed_stats(lk: Lake, version: int, runs: list[dict[str, Any]], latest: d
 
 
 def _report(run: dict[str, Any]) -> dict[str, Any]:
-    import orjson
-
     return orjson.loads(run["report"]) if run.get("report") else {}
 
 
