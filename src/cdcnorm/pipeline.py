@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -33,7 +34,7 @@ from cdcnorm.canonical.schema import (
 )
 from cdcnorm.errors import CdcError, UsageError
 from cdcnorm.first_pass import first_pass
-from cdcnorm.fs import FileEntry, list_files, open_input
+from cdcnorm.fs import FileEntry, is_local, list_files, open_input
 from cdcnorm.lake import Lake, new_run_id, open_lake
 from cdcnorm.lake_commit import (
     DEFAULT_WINDOW_DAYS,
@@ -56,7 +57,7 @@ from cdcnorm.pairing_state import balance as pair_balance
 from cdcnorm.pairing_state import balanced as pairs_balanced
 from cdcnorm.pairing_state import compact as compact_halves
 from cdcnorm.pairing_state import needed as pairing_needed
-from cdcnorm.schema_rows import from_text, new_schema_texts, schema_rows
+from cdcnorm.schema_rows import from_text, new_schema_texts, schema_rows, to_arrow
 from cdcnorm.session import get_spark, use_portable_parquet
 from cdcnorm.small_runs import planned_for
 from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
@@ -243,7 +244,7 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
     frames = {"changes": marked.where(~F.col("_dup")),
               "quarantine": quarantine if KIND_QUARANTINE in decoded_kinds else None,
               # the new versions came with the counts (metadata): written from the driver's texts, if any
-              "schemas": from_text(spark, parts["schemas"]) if parts["schemas"] else None,
+              "schemas": _schema_frame(spark, lake_obj, parts["schemas"]),
               "quarantine_resolved": resolved.withColumn("run_id", F.lit(run_id)) if resolved is not None else None,
               "halves": pairing.entries if pairing and parts["entries"] else None}
 
@@ -265,6 +266,15 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
         lambda: lake_obj.run_rows("quarantine", run_id).select(*[c.name for c in QUARANTINE_COLUMNS]),
         lambda: lake_obj.run_rows("schemas", run_id).select(*[c.name for c in SCHEMA_VERSION_COLUMNS]),
         report, run_id, lake, None)
+
+
+def _schema_frame(spark: SparkSession, lake: Lake, texts: list[str]) -> DataFrame | pa.Table | None:
+    """The run's new schema-version rows to write (None: none): the driver writes a local lake's few rows itself
+    (cdcnorm.delta.files.write_arrow, no Spark job); a remote lake's go through a Spark write."""
+    if not texts:
+        return None
+    table = lake.table("schemas")
+    return to_arrow(texts) if is_local(table.uri) and not table.partition_by else from_text(spark, texts)
 
 
 def _filter_files(adapter: Adapter, files: list[FileEntry], skipped: dict[str, int]

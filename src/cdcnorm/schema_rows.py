@@ -18,12 +18,15 @@ follow query whose batches bring no new version reads them once, and a fresh lak
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
 
 from cdcnorm.canonical.emit import KIND_SCHEMA
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
 
 NAMES = [c.name for c in SCHEMA_VERSION_COLUMNS]
 _MICROS = "first_seen_us"
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def schema_rows(decoded: DataFrame) -> DataFrame:
@@ -121,3 +125,14 @@ def _stored(lake: Lake) -> dict[str, dict]:
         while len(_STORED) > _STORED_LAKES:
             _STORED.popitem(last=False)
     return got
+
+
+def to_arrow(texts: list[str]) -> pa.Table:
+    """The schema-version rows of their texts (:func:`as_text`) as an Arrow table of the `schemas` table's schema,
+    for the driver to write (a local lake: cdcnorm.delta.files.write_arrow)."""
+    schema = to_arrow_schema(schema_versions_schema(), timezone="UTC")
+    rows = [row_from_text(t) for t in texts]
+    cols = {n: [r[n] for r in rows] for n in NAMES if n != "first_seen"}
+    cols["first_seen"] = [None if r["first_seen_us"] is None else _EPOCH + dt.timedelta(microseconds=r["first_seen_us"])
+                          for r in rows]
+    return pa.table({n: pa.array(cols[n], schema.field(n).type) for n in NAMES}, schema=schema)
