@@ -217,10 +217,11 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
     else:
         scope = None
         marked = mark_duplicates(changes, None).withColumn("_unchecked", F.lit(False))
-    kept = marked.where(~F.col("_dup")).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
 
     now = dt.datetime.now(dt.UTC)
-    quarantine = _quarantine_rows(decoded, now)
+    # no plan for a quarantine a lake run has no row of and no resolution needs
+    needs_quarantine = not lake_obj or resolves is not None or staged.has(KIND_QUARANTINE)
+    quarantine = _quarantine_rows(decoded, now) if needs_quarantine else None
     resolved = None
     if resolves is not None:
         resolved = resolves.join(quarantine.select("quarantine_id"), "quarantine_id", "left_anti").distinct()
@@ -236,6 +237,7 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
     report = build_report(parts, adapter, kind, inputs, n_files, skipped, run_id, started)
     if not lake_obj:
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
+        kept = marked.where(~F.col("_dup")).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
         return NormalizeResult(kept, quarantine, schema_rows(decoded), report, run_id, lake, decoded)
 
     say("writing the lake")
