@@ -9,10 +9,19 @@ from pyspark.sql import functions as F
 
 from cdcnorm.canonical.emit import KIND_SCHEMA
 from cdcnorm.canonical.emit import Bookkeeping as B
-from cdcnorm.delta.files import write_files
+from cdcnorm.delta.files import write_arrow, write_files
 from cdcnorm.lake import Lake
 from cdcnorm.schema_fold import from_text as row_of
-from cdcnorm.schema_rows import NAMES, _stored, as_text, new_schema_rows, new_schema_texts, schema_rows
+from cdcnorm.schema_rows import (
+    NAMES,
+    _stored,
+    as_text,
+    from_text,
+    new_schema_rows,
+    new_schema_texts,
+    schema_rows,
+    to_arrow,
+)
 
 _TYPES = ("name", "vendor_type", "canonical_type", "ordinal", "pk_position", "nullable")
 
@@ -106,3 +115,15 @@ def test_the_lakes_versions_are_read_once_per_set_of_files(spark, tmp_path):
         spark, str(tmp_path / "other"), create=True)))))}
     stored = lake.schemas(latest=True)
     assert {r["version_id"] for r in stored.select(F.col("version_id")).collect()} == set(_stored(lake))
+
+
+def test_a_local_lakes_new_versions_are_written_by_the_driver_as_spark_would_read_them(spark, tmp_path):
+    lake = Lake(spark, str(tmp_path / "lake"), create=True)
+    texts = new_schema_texts(sorted(set(DOCS)), lake)
+    table = lake.tables["schemas"]
+    table.commit(write_arrow(spark, to_arrow(texts), table, "run=1", lake.specs["schemas"].stats))
+    written = lake.read("schemas", latest=True).select(*NAMES)
+    assert sorted(written.collect()) == sorted(from_text(spark, texts).collect())
+    assert len(written.collect()) == 4
+    assert written.schema.simpleString() == from_text(spark, texts).schema.simpleString()
+    assert new_schema_texts(sorted(set(DOCS)), lake) == []  # the lake holds them now
