@@ -33,7 +33,7 @@ from deltalake.transaction import AddAction, CommitProperties, Transaction
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from cdcnorm.delta.files import write_files
+from cdcnorm.delta.files import write_arrow, write_files
 from cdcnorm.delta.read import read_files
 from cdcnorm.delta.table import Conflict, DeltaTableRef, add_action, add_dict
 from cdcnorm.errors import LakeError
@@ -151,15 +151,19 @@ class Pending:
         return cls(d["run_id"], d["adds"], d["report"], int(d["read_version"]), d.get("attempts", []))
 
 
-def stage(lk: Lake, run_id: str, frames: dict[str, DataFrame | None]) -> dict[str, list[AddAction]]:
-    """Write each table's new rows as data files of that table (invisible until committed)."""
+def stage(lk: Lake, run_id: str, frames: dict[str, DataFrame | pa.Table | None]) -> dict[str, list[AddAction]]:
+    """Write each table's new rows as data files of that table (invisible until committed); an Arrow table
+    (a local lake's few driver-side rows) is written by the driver."""
     adds: dict[str, list[AddAction]] = {}
     for name in STAGED_TABLES:
         frame = frames.get(name)
         if frame is None:
             continue
         spec = lk.specs[name]
-        adds[name] = write_files(frame, lk.table(name), f"run={run_id}", spec.stats, spec.sort_by)
+        if isinstance(frame, pa.Table):  # rows the driver holds (metadata): one file, no Spark job
+            adds[name] = write_arrow(lk.spark, frame, lk.table(name), f"run={run_id}", spec.stats)
+        else:
+            adds[name] = write_files(frame, lk.table(name), f"run={run_id}", spec.stats, spec.sort_by)
     crash_point("written")
     return adds
 
@@ -350,7 +354,7 @@ def _save(lk: Lake, p: Pending) -> None:
     lk.fs.write_text(_intent_path(lk, p.run_id), p.to_json().decode())
 
 
-def stage_and_commit(lk: Lake, run_id: str, scope: DedupScope, frames: dict[str, DataFrame | None],
+def stage_and_commit(lk: Lake, run_id: str, scope: DedupScope, frames: dict[str, DataFrame | pa.Table | None],
                      make_report: Callable[[dict[str, list[AddAction]]], dict[str, Any]]) -> dict[str, Any]:
     """Stage every table's rows, build the report from what was staged, and commit the run."""
     adds = stage(lk, run_id, frames)

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from cdcnorm._version import __version__
@@ -33,7 +34,7 @@ from cdcnorm.canonical.schema import (
 )
 from cdcnorm.errors import CdcError, UsageError
 from cdcnorm.first_pass import first_pass
-from cdcnorm.fs import FileEntry, list_files, open_input
+from cdcnorm.fs import FileEntry, is_local, list_files, open_input
 from cdcnorm.lake import Lake, new_run_id, open_lake
 from cdcnorm.lake_commit import (
     DEFAULT_WINDOW_DAYS,
@@ -56,7 +57,7 @@ from cdcnorm.pairing_state import balance as pair_balance
 from cdcnorm.pairing_state import balanced as pairs_balanced
 from cdcnorm.pairing_state import compact as compact_halves
 from cdcnorm.pairing_state import needed as pairing_needed
-from cdcnorm.schema_rows import as_text, from_text, new_schema_rows, schema_rows
+from cdcnorm.schema_rows import from_text, new_schema_texts, schema_rows, to_arrow
 from cdcnorm.session import get_spark, use_portable_parquet
 from cdcnorm.small_runs import planned_for
 from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
@@ -216,25 +217,28 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
     else:
         scope = None
         marked = mark_duplicates(changes, None).withColumn("_unchecked", F.lit(False))
-    kept = marked.where(~F.col("_dup")).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
 
     now = dt.datetime.now(dt.UTC)
-    quarantine = _quarantine_rows(decoded, now)
-    schemas = schema_rows(decoded)
+    # no plan for a quarantine a lake run has no row of and no resolution needs
+    needs_quarantine = not lake_obj or resolves is not None or staged.has(KIND_QUARANTINE)
+    quarantine = _quarantine_rows(decoded, now) if needs_quarantine else None
     resolved = None
     if resolves is not None:
         resolved = resolves.join(quarantine.select("quarantine_id"), "quarantine_id", "left_anti").distinct()
     if lake_obj and staged.has(KIND_QUARANTINE):  # else no quarantine row to check (nor to write)
         quarantine = quarantine.join(lake_obj.quarantine(include_resolved=True, latest=True).select("quarantine_id"),
                                      "quarantine_id", "left_anti")
-    new_schemas = new_schema_rows(schemas, lake_obj) if lake_obj and staged.has(KIND_SCHEMA) else None
 
     say("counting outcomes")
-    parts = _aggregate(decoded, marked, pairing, new_schemas)
+    # with a lake, the run's schema texts ride with the counts and are folded on the driver (cdcnorm.schema_fold)
+    carry = bool(lake_obj) and staged.has(KIND_SCHEMA)
+    parts = _aggregate(decoded, marked, pairing, carry)
+    parts["schemas"] = new_schema_texts(parts["schemas"], lake_obj) if carry and lake_obj else []
     report = build_report(parts, adapter, kind, inputs, n_files, skipped, run_id, started)
     if not lake_obj:
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
-        return NormalizeResult(kept, quarantine, schemas, report, run_id, lake, decoded)
+        kept = marked.where(~F.col("_dup")).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
+        return NormalizeResult(kept, quarantine, schema_rows(decoded), report, run_id, lake, decoded)
 
     say("writing the lake")
     decoded_kinds = {r["k_kind"] for r in parts["kind"]}
@@ -242,7 +246,7 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
     frames = {"changes": marked.where(~F.col("_dup")),
               "quarantine": quarantine if KIND_QUARANTINE in decoded_kinds else None,
               # the new versions came with the counts (metadata): written from the driver's texts, if any
-              "schemas": from_text(spark, parts["schemas"]) if parts["schemas"] else None,
+              "schemas": _schema_frame(spark, lake_obj, parts["schemas"]),
               "quarantine_resolved": resolved.withColumn("run_id", F.lit(run_id)) if resolved is not None else None,
               "halves": pairing.entries if pairing and parts["entries"] else None}
 
@@ -264,6 +268,15 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
         lambda: lake_obj.run_rows("quarantine", run_id).select(*[c.name for c in QUARANTINE_COLUMNS]),
         lambda: lake_obj.run_rows("schemas", run_id).select(*[c.name for c in SCHEMA_VERSION_COLUMNS]),
         report, run_id, lake, None)
+
+
+def _schema_frame(spark: SparkSession, lake: Lake, texts: list[str]) -> DataFrame | pa.Table | None:
+    """The run's new schema-version rows to write (None: none): the driver writes a local lake's few rows itself
+    (cdcnorm.delta.files.write_arrow, no Spark job); a remote lake's go through a Spark write."""
+    if not texts:
+        return None
+    table = lake.table("schemas")
+    return to_arrow(texts) if is_local(table.uri) and not table.partition_by else from_text(spark, texts)
 
 
 def _filter_files(adapter: Adapter, files: list[FileEntry], skipped: dict[str, int]
@@ -412,41 +425,47 @@ def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind:
 
 _IDENT = ("vendor", "stream", "source_db", "database", "schema", "table")
 _SUMS = ("records", "merged", "rows", "unchecked", "held_in", "held_out", "state_rows")
+_TYPES = {"dup": "boolean", "newest": "timestamp", **{c: "bigint" for c in _SUMS}}
+_PART_COLUMNS = ("k_kind", "k_rule", *_IDENT, "op", "dup", "flag", "text", *_SUMS, "newest")
+
+
+def _part(df: DataFrame, name: str, **cols: str) -> DataFrame:
+    """One part of the report aggregation's union: `cols` (SQL expressions by output column) over `df`, every
+    other column null. Written as one `selectExpr` of SQL texts: building the same projection from Column
+    objects took some 400 py4j calls a part, a share of a micro-batch's fixed cost."""
+    exprs = [f"'{name}' AS part"]
+    for c in _PART_COLUMNS:
+        exprs.append(f"CAST({cols.get(c, 'NULL')} AS {_TYPES.get(c, 'string')}) AS `{c}`")
+    return df.selectExpr(*exprs)
 
 
 def _aggregate(decoded: DataFrame, marked: DataFrame, pairing: Pairing | None,
-               schemas: DataFrame | None = None) -> dict[str, Any]:
+               schema_texts: bool = False) -> dict[str, Any]:
     """Every figure of the run in one Spark job: the decoded rows by kind and rule, the marked change rows
     by table, op and duplicate, their flags, and the pairing counts, unioned and aggregated together; with
-    `schemas` (the run's new schema-version rows), those rows too, as texts (cdcnorm.schema_rows)."""
-    def part(df: DataFrame, name: str, **cols: Column) -> DataFrame:
-        out = {"part": F.lit(name), "k_kind": None, "k_rule": None, **{c: None for c in _IDENT}, "op": None,
-               "dup": None, "flag": None, "text": None, **{c: None for c in _SUMS}, "newest": None, **cols}
-        types = {"dup": "boolean", "newest": "timestamp", **{c: "long" for c in _SUMS}}
-        return df.select(*[(v if v is not None else F.lit(None)).cast(types.get(k, "string")).alias(k)
-                           for k, v in out.items()])
-
-    one = F.lit(1)
+    `schema_texts`, the run's distinct decoded schema texts too (metadata: folded on the driver,
+    cdcnorm.schema_rows.new_schema_texts)."""
+    kind, rule, records, merged = (f"`{c}`" for c in (B.KIND, B.RULE, B.RECORDS, B.MERGED))
     frames = [
-        part(decoded, "kind", k_kind=F.col(B.KIND), k_rule=F.col(B.RULE), records=F.col(B.RECORDS), rows=one),
-        part(marked, "group", **{c: F.col(c) for c in _IDENT}, op=F.col("op"), dup=F.col("_dup"),
-             records=F.col(B.RECORDS), merged=F.col(B.MERGED), rows=one, newest=F.col("source_ts"),
-             unchecked=F.col("_unchecked").cast("long")),
-        part(marked.where(~F.col("_dup")).select(F.explode("flags").alias("f")), "flag", flag=F.col("f"), rows=one),
+        _part(decoded, "kind", k_kind=kind, k_rule=rule, records=records, rows="1"),
+        _part(marked, "group", **{c: f"`{c}`" for c in _IDENT}, op="op", dup="_dup", records=records,
+              merged=merged, rows="1", newest="source_ts", unchecked="_unchecked"),
+        _part(marked.where("NOT _dup").selectExpr("explode(flags) AS f"), "flag", flag="f", rows="1"),
     ]
     if pairing is not None:
-        frames.append(part(pairing.counts, "held", **{c: F.col(c) for c in ("held_in", "held_out", "state_rows")}))
-        frames.append(part(pairing.entries, "entries", rows=one))
-    if schemas is not None:
-        frames.append(part(schemas, "schemas", text=as_text(schemas), rows=one))
+        frames.append(_part(pairing.counts, "held", **{c: c for c in ("held_in", "held_out", "state_rows")}))
+        frames.append(_part(pairing.entries, "entries", rows="1"))
+    if schema_texts:
+        frames.append(_part(decoded.where(F.col(B.KIND) == KIND_SCHEMA), "schemas", text=f"`{B.SCHEMA}`", rows="1"))
     union = frames[0]
     for f in frames[1:]:
         union = union.unionByName(f)
     keys = ["part", "k_kind", "k_rule", *_IDENT, "op", "dup", "flag", "text"]
-    aggs = [F.sum(c).alias(c) for c in _SUMS] + [F.max("newest").alias("newest")]
+    aggs = [*[f"sum({c}) AS {c}" for c in _SUMS], "max(newest) AS newest"]
     out: dict[str, Any] = {"kind": [], "group": [], "flag": [], "held": [], "entries": [], "schemas": []}
-    # aggregates and metadata only: one row per (kind, table op, flag), and per new schema version
-    for r in union.groupBy(*keys).agg(*aggs).collect():
+    # aggregates and metadata only: one row per (kind, table op, flag), and per distinct schema text
+    agg = union.groupBy(*keys).agg(*[F.expr(a) for a in aggs])
+    for r in agg.collect():
         out[r["part"]].append(r.asDict())
     out["entries"] = sum(int(r["rows"] or 0) for r in out["entries"])
     out["schemas"] = sorted(r["text"] for r in out["schemas"])

@@ -8,26 +8,42 @@ table's schema, usually to write nothing (the lake holds the versions already). 
 (cdcnorm.pipeline) now carries each new row as one JSON text, so the run knows their number without a job, writes
 nothing when there is none, and otherwise writes them from the driver's few texts: a plan of one local relation.
 The timestamp `first_seen` travels as microseconds (JSON text would keep milliseconds only).
+
+Since session 11 the aggregation carries the run's distinct decoded schema texts instead of its new rows, and the
+fold and the comparison with the lake's versions run on the driver (:func:`new_schema_texts`,
+cdcnorm.schema_fold): the Spark fold and its joins were most of the aggregation's stages. The lake's folded
+versions are read once per set of `schemas` data files (immutable: the same files are the same rows), so a
+follow query whose batches bring no new version reads them once, and a fresh lake not at all.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
 
 from cdcnorm.canonical.emit import KIND_SCHEMA
 from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.inferred import PREFIX, fold_versions
 from cdcnorm.canonical.schema import SCHEMA_VERSION_COLUMNS, schema_versions_schema
+from cdcnorm.delta.read import read_files
+from cdcnorm.schema_fold import fold as fold_rows
+from cdcnorm.schema_fold import from_doc, new_rows, to_text
+from cdcnorm.schema_fold import from_text as row_from_text
 
 if TYPE_CHECKING:
     from cdcnorm.lake import Lake
 
 NAMES = [c.name for c in SCHEMA_VERSION_COLUMNS]
 _MICROS = "first_seen_us"
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def schema_rows(decoded: DataFrame) -> DataFrame:
@@ -75,3 +91,48 @@ def from_text(spark: SparkSession, texts: list[str]) -> DataFrame:
     rows = spark.createDataFrame([(t,) for t in texts], "t string").select(F.from_json("t", carried).alias("s"))
     return rows.select(*[(F.timestamp_micros(f"s.{_MICROS}") if n == "first_seen" else F.col(f"s.`{n}`")).alias(n)
                          for n in NAMES])
+
+
+def new_schema_texts(texts: list[str], lake: Lake) -> list[str]:
+    """:func:`new_schema_rows` on the driver: the run's new schema-version rows as texts (:func:`as_text`), from
+    the run's distinct decoded schema texts (`_schema` of its `KIND_SCHEMA` rows) and the lake's versions."""
+    if not texts:
+        return []
+    return sorted(to_text(r) for r in new_rows([from_doc(t) for t in texts], _stored(lake)))
+
+
+_STORED: OrderedDict[tuple[str, str], dict[str, dict]] = OrderedDict()
+_STORED_LAKES = 8
+"""How many lakes' folded versions the process keeps (one entry per lake: a new set of files replaces it)."""
+
+
+def _stored(lake: Lake) -> dict[str, dict]:
+    """The lake's folded schema versions at its latest commit, by version id (metadata: a row per version);
+    read by a Spark job once per set of data files."""
+    table = lake.tables["schemas"]
+    files = sorted(table.files())
+    if not files:
+        return {}
+    key = (table.uri, hashlib.sha256("\n".join(files).encode()).hexdigest())
+    got = _STORED.get(key)
+    if got is None:
+        rows = read_files(lake.spark, table, files, NAMES)
+        got = {r["version_id"]: r for r in fold_rows(row_from_text(t["t"])
+                                                     for t in rows.select(as_text(rows).alias("t")).collect())}
+        for old in [k for k in _STORED if k[0] == table.uri]:
+            del _STORED[old]
+        _STORED[key] = got
+        while len(_STORED) > _STORED_LAKES:
+            _STORED.popitem(last=False)
+    return got
+
+
+def to_arrow(texts: list[str]) -> pa.Table:
+    """The schema-version rows of their texts (:func:`as_text`) as an Arrow table of the `schemas` table's schema,
+    for the driver to write (a local lake: cdcnorm.delta.files.write_arrow)."""
+    schema = to_arrow_schema(schema_versions_schema(), timezone="UTC")
+    rows = [row_from_text(t) for t in texts]
+    cols = {n: [r[n] for r in rows] for n in NAMES if n != "first_seen"}
+    cols["first_seen"] = [None if r["first_seen_us"] is None else _EPOCH + dt.timedelta(microseconds=r["first_seen_us"])
+                          for r in rows]
+    return pa.table({n: pa.array(cols[n], schema.field(n).type) for n in NAMES}, schema=schema)

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 from pyspark.sql import DataFrame
@@ -45,6 +48,19 @@ def write_files(df: DataFrame, table: DeltaTableRef, prefix: str, stats_columns:
         writer = writer.partitionBy(*table.partition_by)
     writer.parquet(target)
     return written_adds(df.sparkSession, table, prefix, stats_columns)
+
+
+def write_arrow(spark, rows: pa.Table, table: DeltaTableRef, prefix: str, stats_columns: Sequence[str] = ()
+                ) -> list[AddAction]:
+    """Write a few driver-side rows (metadata the driver holds already, e.g. a run's new schema versions) as one
+    data file of a local, unpartitioned table under `<table>/<prefix>/`, without a Spark job: a Spark write of a
+    local relation is a job, its plan and its commit protocol for a handful of rows."""
+    if not is_local(table.uri) or table.partition_by:
+        raise ValueError(f"write_arrow writes local unpartitioned tables only, not {table.uri}")
+    folder = f"{local_path(table.uri)}/{prefix}"
+    os.makedirs(folder, exist_ok=False)  # a folder of its own, like a Spark write with mode "error"
+    pq.write_table(rows, f"{folder}/part-00000-{uuid.uuid4()}-c000.snappy.parquet", compression="snappy")
+    return written_adds(spark, table, prefix, stats_columns)
 
 
 def written_adds(spark, table: DeltaTableRef, prefix: str, stats_columns: Sequence[str] = ()) -> list[AddAction]:
