@@ -74,6 +74,14 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)  # stable: each unit keeps its tests' order
 
 
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""The test session's JVM: the quick C1 JIT only, as the command line's small runs
+(cdcnorm.small_runs.SMALL_RUN_JVM_OPTIONS), and the serial collector. Every test's queries are new and tiny: C2
+compiles Spark's own code for runs that end before it pays back, and G1's concurrent threads take CPU from the
+other xdist worker on a two-core machine. Measured in docs/testing.md ("JVM options"). Neither changes a result a
+test observes. `CDCNORM_TEST_JVM_OPTIONS` overrides them (empty: the JVM's defaults)."""
+
+
 @pytest.fixture(scope="session")
 def spark():
     from cdcnorm.session import get_spark
@@ -82,7 +90,11 @@ def spark():
     tests_dir = str(Path(__file__).resolve().parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (tests_dir, os.environ.get("PYTHONPATH")) if p)
 
-    session = get_spark("local[2]", conf={"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"})
+    conf = {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"}
+    jvm_options = os.environ.get("CDCNORM_TEST_JVM_OPTIONS", TEST_JVM_OPTIONS).strip()
+    if jvm_options:
+        conf["spark.driver.extraJavaOptions"] = jvm_options
+    session = get_spark("local[2]", conf=conf)
     yield session
     session.stop()
 
