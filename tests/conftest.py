@@ -74,12 +74,12 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)  # stable: each unit keeps its tests' order
 
 
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-"""The test session's JVM: the quick C1 JIT only, as the command line's small runs
-(cdcnorm.small_runs.SMALL_RUN_JVM_OPTIONS), and the serial collector. Every test's queries are new and tiny: C2
-compiles Spark's own code for runs that end before it pays back, and G1's concurrent threads take CPU from the
-other xdist worker on a two-core machine. Measured in docs/testing.md ("JVM options"). Neither changes a result a
-test observes. `CDCNORM_TEST_JVM_OPTIONS` overrides them (empty: the JVM's defaults)."""
+TEST_JVM_OPTIONS = ""
+"""Extra JVM options of the test session (`CDCNORM_TEST_JVM_OPTIONS` overrides): none by default. The quick C1 JIT
+and the serial collector (`-XX:TieredStopAtLevel=1 -XX:+UseSerialGC`, as the command line's small runs) save a
+third of the CPU of a young JVM's first minutes but cost more once it is warm; an xdist worker of `make test`
+lives ten minutes, so they are not the default (measured in docs/testing.md, "JVM options"). A short run of one
+or two modules while iterating is quicker with them."""
 
 
 @pytest.fixture(scope="session")
