@@ -74,6 +74,14 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)  # stable: each unit keeps its tests' order
 
 
+TEST_JVM_OPTIONS = ""
+"""Extra JVM options of the test session (`CDCNORM_TEST_JVM_OPTIONS` overrides): none by default. The quick C1 JIT
+and the serial collector (`-XX:TieredStopAtLevel=1 -XX:+UseSerialGC`, as the command line's small runs) save a
+third of the CPU of a young JVM's first minutes but cost more once it is warm; an xdist worker of `make test`
+lives ten minutes, so they are not the default (measured in docs/testing.md, "JVM options"). A short run of one
+or two modules while iterating is quicker with them."""
+
+
 @pytest.fixture(scope="session")
 def spark():
     from cdcnorm.session import get_spark
@@ -82,7 +90,11 @@ def spark():
     tests_dir = str(Path(__file__).resolve().parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (tests_dir, os.environ.get("PYTHONPATH")) if p)
 
-    session = get_spark("local[2]", conf={"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"})
+    conf = {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"}
+    jvm_options = os.environ.get("CDCNORM_TEST_JVM_OPTIONS", TEST_JVM_OPTIONS).strip()
+    if jvm_options:
+        conf["spark.driver.extraJavaOptions"] = jvm_options
+    session = get_spark("local[2]", conf=conf)
     yield session
     session.stop()
 
