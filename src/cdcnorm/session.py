@@ -15,6 +15,8 @@ from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
+from cdcnorm.worker_python import worker_python
+
 _DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -84,7 +86,10 @@ def get_spark(master: str | None = None, app_name: str = "cdcnorm", conf: dict[s
     if master is None and "spark.master" not in _submitted_conf():
         master = "local[*]"
     if master is None or master.startswith("local"):
-        # Python workers must run the driver's interpreter, or they miss cdcnorm's dependencies.
+        # Python workers must run the driver's interpreter, or they miss cdcnorm's dependencies; they import its
+        # installed pyspark, not Spark's zip of it (cdcnorm.worker_python: each worker start compiled the zip)
+        if master and os.environ.get("PYSPARK_PYTHON", sys.executable) == sys.executable:
+            os.environ["PYSPARK_PYTHON"] = worker_python(sys.executable)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
