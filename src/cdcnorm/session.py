@@ -1,8 +1,9 @@
 """The Spark session cdcnorm runs on: embedded `local[*]` by default, any cluster when asked.
 
 Precedence for the master: an explicit `master` argument (`--master`), else `SPARK_MASTER`, else whatever
-`spark-submit` configured, else `local[*]`. Locally the Python workers use the driver's interpreter; on a
-cluster ship the environment yourself (see the README, "Running on a cluster").
+`spark-submit` configured, else `local[*]`. Locally the Python workers use the driver's interpreter, importing its
+installed pyspark rather than Spark's zip of it (cdcnorm.worker_python); on a cluster ship the environment yourself
+(see the README, "Running on a cluster").
 """
 
 from __future__ import annotations
