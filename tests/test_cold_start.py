@@ -111,3 +111,13 @@ def test_a_process_started_for_the_jvm_does_not_hold_a_piped_stdout(tmp_path):
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signal.SIGKILL)
+
+
+def test_the_paths_source_imports_no_package_metadata():
+    """Spark starts Python processes of their own for the paths source (its planner, the streaming source runner):
+    importing it must not look cdcnorm's version or the installed plug-ins up (importlib.metadata)."""
+    code = ("import sys, cdcnorm.streaming.paths_source, cdcnorm.adapters; "
+            "print('importlib.metadata' in sys.modules, 'cdcnorm._version' in sys.modules)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert res.returncode == 0 and res.stdout.split() == ["False", "False"], res.stdout + res.stderr
