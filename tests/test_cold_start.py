@@ -121,3 +121,16 @@ def test_the_paths_source_imports_no_package_metadata():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert res.returncode == 0 and res.stdout.split() == ["False", "False"], res.stdout + res.stderr
+
+
+def test_the_run_modules_load_while_the_jvm_starts():
+    """`normalize` imports its run's modules in a thread while the JVM starts; done when the block ends, and a
+    failing import is left to the caller's own import."""
+    from cdcnorm.cli.normalize import importing_meanwhile
+
+    sys.modules.pop("json.tool", None)
+    with importing_meanwhile("json.tool"):
+        pass
+    assert "json.tool" in sys.modules
+    with importing_meanwhile("cdcnorm.no_such_module"):
+        pass
