@@ -12,4 +12,4 @@ def run_reports(lake: str | Path) -> list[dict[str, Any]]:
 
     rows = DeltaTable(str(Path(lake) / "runs")).to_pyarrow_table(columns=["run_id", "finished_at", "report"]).to_pylist()
     # by time: a batch command's run id is its query's random id and batch (`<uuid>-0`), which sorts in no order
-    return [json.loads(r["report"]) for r in sorted(rows, key=lambda r: (r["finished_at"], r["run_id"]))]
+    return [json.loads(r["report"]) for r in sorted(rows, key=lambda r: (str(r["finished_at"] or ""), r["run_id"]))]
