@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,10 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 # every child it starts: pytest-xdist's workers (`make test`) started with them and wrapped the CLI's output.
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
+
+# The command line's JVM class archive (cdcnorm.jvm_archive) of the tests' CLI subprocesses: shared by the suite's
+# workers and runs, never the user's own cache.
+os.environ.setdefault("CDCNORM_JVM_ARCHIVE_DIR", os.path.join(tempfile.gettempdir(), "cdcnorm-tests-jvm-archive"))
 
 SHARED_SESSION_FIXTURES = {"test_e2e": "e2e", "test_golden": "e2e", "test_inferred_types": "e2e",
                            "test_compare": "typed_history", "test_cutover": "typed_history"}

@@ -92,6 +92,9 @@ def cli_env(crash_at_point: str | None = None, quick_jit: bool = False) -> dict[
     env = {k: v for k, v in os.environ.items() if k != "CDCNORM_CRASH_AT"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
     env["PYSPARK_PYTHON"] = sys.executable
+    # no class archive dump (cdcnorm.jvm_archive): a JVM writing one after the command exits would outlive it,
+    # and `run_normalize` asserts that nothing of the process group does
+    env["CDCNORM_JVM_ARCHIVE"] = "off"
     if crash_at_point:
         env["CDCNORM_CRASH_AT"] = crash_at_point
     if quick_jit:

@@ -10,5 +10,6 @@ from typing import Any
 def run_reports(lake: str | Path) -> list[dict[str, Any]]:
     from deltalake import DeltaTable
 
-    rows = DeltaTable(str(Path(lake) / "runs")).to_pyarrow_table(columns=["run_id", "report"]).to_pylist()
-    return [json.loads(r["report"]) for r in sorted(rows, key=lambda r: r["run_id"])]
+    rows = DeltaTable(str(Path(lake) / "runs")).to_pyarrow_table(columns=["run_id", "finished_at", "report"]).to_pylist()
+    # by time: a batch command's run id is its query's random id and batch (`<uuid>-0`), which sorts in no order
+    return [json.loads(r["report"]) for r in sorted(rows, key=lambda r: (str(r["finished_at"] or ""), r["run_id"]))]

@@ -21,7 +21,7 @@ from cdcnorm.lake import Lake
 from cdcnorm.pipeline import normalize
 from cdcnorm.streaming import follow as follow_mod
 from cdcnorm.streaming.follow import follow, follow_folder, start_follow
-from cdcnorm.streaming.paths_source import PathsStreamReader, paths_stream
+from cdcnorm.streaming.paths_source import PathsStreamReader, batch_entries, paths_stream
 from conftest import ROOT, SAMPLES
 from lake_checks import check_lake, cli_env, crash_points
 
@@ -115,6 +115,28 @@ def test_source_under_spark_gives_one_batch_per_capped_slice(spark, tmp_path):
          .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
     q.awaitTermination()
     assert seen == [(0, [("f0.json", 1), ("f1.json", 2)]), (1, [("f2.json", 3)])]
+
+
+def test_batch_files_from_the_offset_log_equal_the_batch_rows(spark, tmp_path):
+    """A micro-batch's files are read on the driver from the offset log and the manifest (no Spark job): the same
+    as the batch's rows, batch by batch; a log that does not say gives None (the rows are read then)."""
+    src, folder = tmp_path / "in", tmp_path / "q"
+    for i in range(3):
+        write(src / f"f{i}.json", "x" * (i + 1))
+    seen: list[tuple[list, list]] = []
+
+    def collect(df, batch_id):
+        rows = sorted((r["path"], r["size"]) for r in df.collect())
+        seen.append((rows, sorted((e.path, e.size) for e in batch_entries(str(folder), batch_id))))
+
+    q = (paths_stream(spark, [str(src)], str(folder / "manifest"), 0, 2).writeStream.foreachBatch(collect)
+         .option("checkpointLocation", str(folder / "checkpoint")).trigger(availableNow=True).start())
+    q.awaitTermination()
+    assert [len(rows) for rows, _ in seen] == [2, 1]
+    assert all(rows == logged for rows, logged in seen)
+    assert batch_entries(str(folder), 2) is None  # no such batch
+    (folder / "checkpoint" / "offsets" / "1").write_text("v2\n{}\n{}\n")
+    assert batch_entries(str(folder), 1) is None
 
 
 # -- (b) follow equals batch ------------------------------------------------------------------------------------

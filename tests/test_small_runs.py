@@ -44,6 +44,10 @@ def test_planned_for_restores_the_session(spark):
 def test_jvm_options_only_for_small_local_input(tmp_path, monkeypatch):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "f.jsonl").write_bytes(b"x" * 1000)
+    monkeypatch.setenv("CDCNORM_JVM_ARCHIVE_DIR", str(tmp_path / "jvm"))
+    with_archive = jvm_conf_for([str(tmp_path)])["spark.driver.extraJavaOptions"]
+    assert with_archive.startswith(SMALL_RUN_JVM_OPTIONS + " -XX:ArchiveClassesAtExit=")  # cdcnorm.jvm_archive
+    monkeypatch.setenv("CDCNORM_JVM_ARCHIVE", "off")
     assert jvm_conf_for([str(tmp_path)]) == {"spark.driver.extraJavaOptions": SMALL_RUN_JVM_OPTIONS}
     assert jvm_conf_for(["gs://bucket/folder"]) == {}
     monkeypatch.setenv("CDCNORM_INTERPRETED_RUN_BYTES", "999")

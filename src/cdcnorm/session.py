@@ -52,19 +52,34 @@ def jvm_log_path() -> str:
 
 @contextlib.contextmanager
 def jvm_output_to_log() -> Iterator[None]:
-    """Start the JVM with its stderr in a log file, so a terminal shows only cdcnorm's own messages.
+    """Start the JVM with its stdout and stderr in a log file, so a terminal shows only cdcnorm's own messages.
 
-    The JVM inherits file descriptor 2 when it starts; pointing it at a file for that moment keeps every later
-    Spark log line out of the user's terminal while Python's own stderr is restored right after.
+    The JVM inherits file descriptors 1 and 2 when it starts; pointing them at a file for that moment keeps every
+    later Spark log line out of the user's terminal while Python's own streams are restored right after. Its
+    stdout too when that is not a terminal: the JVM writes nothing the user needs there, and a JVM holding the
+    command's pipe made its reader (`cdcnorm ... | tee run.log`, `subprocess.run(capture_output=True)`) wait for
+    the JVM's own shutdown after the command had exited. (A terminal keeps it: the progress spinner draws there
+    while the JVM starts, and nobody waits for a terminal to close.)
     """
-    saved = os.dup(2)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = {fd: os.dup(fd) for fd in ((2,) if _is_terminal(1) else (1, 2))}
     with open(jvm_log_path(), "ab") as log:
-        os.dup2(log.fileno(), 2)
+        for fd in saved:
+            os.dup2(log.fileno(), fd)
         try:
             yield
         finally:
-            os.dup2(saved, 2)
-            os.close(saved)
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
+
+
+def _is_terminal(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
 
 
 def use_portable_parquet(spark: SparkSession) -> None:

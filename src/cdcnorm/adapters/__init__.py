@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import importlib.metadata
 import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any
@@ -90,6 +89,8 @@ def _entry_points() -> dict[str, Any]:
     global _scanned
     path = tuple(sys.path)
     if _scanned is None or _scanned[0] != path:
+        import importlib.metadata  # here: a Python worker unpickling an adapter never lists the vendors
+
         found = {ep.name.lower(): ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
         _scanned = (path, found)
     return _scanned[1]
@@ -106,7 +107,8 @@ def names() -> list[str]:
 
 
 def _load(name: str, target: Any) -> VendorSpec:
-    if isinstance(target, importlib.metadata.EntryPoint):
+    metadata = sys.modules.get("importlib.metadata")  # an entry point exists only once it was imported
+    if metadata is not None and isinstance(target, metadata.EntryPoint):
         obj = target.load()
     elif isinstance(target, str):
         module, _, attr = target.partition(":")

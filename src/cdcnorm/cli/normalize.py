@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
+import threading
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
@@ -65,10 +69,12 @@ def normalize(
                            max_files_per_trigger=max_files_per_trigger, max_bytes_per_trigger=max_bytes_per_trigger,
                            pair_wait_seconds=DEFAULT_PAIR_WAIT_SECONDS if pair_wait is None else pair_wait)
         from cdcnorm.small_runs import jvm_conf_for
-        from cdcnorm.streaming.follow import normalize_once
 
         with console.status("starting Spark") as status:
-            spark = get_spark(master, quiet=True, conf=jvm_conf_for(inputs))
+            with importing_meanwhile("cdcnorm.streaming.follow"):
+                spark = get_spark(master, quiet=True, conf=jvm_conf_for(inputs))
+            from cdcnorm.streaming.follow import normalize_once
+
             batches = normalize_once(inputs, vendor, lake, spark=spark, options=options,
                                      dedup_window_days=dedup_window, progress=lambda msg: status.update(msg))
         quarantined = 0
@@ -127,6 +133,23 @@ def _follow(inputs: list[str], vendor: str | None, lake: str, options: dict[str,
         err.print(f"[red]stopped:[/red] {follower.failure}")
         return EXIT_PROBLEM
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def importing_meanwhile(module: str) -> Iterator[None]:
+    """Import `module` in a thread while the body runs (the JVM starting: the Python thread only waits for it),
+    instead of before it: the run's own modules (pipeline, adapters, deltalake, pyarrow) load on the other core.
+    A failed import is left to the caller's own `import`, which raises it where it always did."""
+    def load() -> None:
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
+
+    thread = threading.Thread(target=load, name=f"import {module}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
 
 
 def _check_before_spark(inputs: list[str], vendor: str | None, options: dict[str, Any]) -> None:

@@ -44,9 +44,19 @@ app.command("simulate")(simulate.simulate)
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. A command that started Spark ends the process without the interpreter's
+    teardown (:mod:`cdcnorm.cli.exit`); the others exit as usual."""
     try:
         app()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
+        if _spark_started():
+            from cdcnorm.cli.exit import finish
+
+            finish(code)
         sys.exit(code)
+
+
+def _spark_started() -> bool:
+    pyspark = sys.modules.get("pyspark")
+    return pyspark is not None and pyspark.SparkContext._active_spark_context is not None

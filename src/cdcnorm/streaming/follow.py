@@ -39,7 +39,7 @@ from cdcnorm.pipeline import _detect_files, normalize
 from cdcnorm.retry import renormalize, retry_batch
 from cdcnorm.session import get_spark, use_portable_parquet
 from cdcnorm.small_runs import planned_for
-from cdcnorm.streaming.paths_source import DEFAULT_SETTLE_SECONDS, paths_stream
+from cdcnorm.streaming.paths_source import DEFAULT_SETTLE_SECONDS, Seen, batch_entries, paths_stream
 
 FOLLOW = "_follow"  # LAKE/_follow/<name>/{checkpoint,manifest}: one continuous query's state
 DEFAULT_PAIR_WAIT_SECONDS = 300.0
@@ -176,6 +176,8 @@ class _Run:
     skipped: dict[str, int] = field(default_factory=dict)
     continuous: bool = True
     progress: Callable[[str], None] | None = None
+    folder: str | None = None
+    """the query's folder (checkpoint and manifest) when its source is the paths source"""
 
 
 def start_follow(inputs: list[str | os.PathLike], vendor: str | None, lake: str, *,
@@ -199,7 +201,7 @@ def start_follow(inputs: list[str | os.PathLike], vendor: str | None, lake: str,
     folder = follow_folder(lake, name)
     open_lake(spark, lake, create=True)
     run = _Run(spark, lake, vendor, options, dedup_window_days, pair_wait_seconds, skipped=dict(skipped or {}),
-               continuous=continuous, progress=progress)
+               continuous=continuous, progress=progress, folder=folder)
     stream = paths_stream(spark, [os.fspath(p) for p in inputs], f"{folder}/manifest", settle_seconds,
                           max_files_per_trigger, max_bytes_per_trigger, listed)
     return _start(stream, run, folder, name, trigger, _files_batch, limits, on_batch, stop)
@@ -327,9 +329,12 @@ def normalize_once(inputs: list[str], vendor: str | None, lake: str, *, spark: S
 
 # -- one micro-batch, exactly once ------------------------------------------------------------------------------
 def _files_batch(run: _Run, df: DataFrame, batch_id: int, run_id: str) -> BatchProgress:
-    rows = df.select("path", "size").collect()  # paths and sizes only, never file contents
-    paths = sorted(r["path"] for r in rows)
-    size = sum(int(r["size"] or 0) for r in rows)
+    entries = batch_entries(run.folder, batch_id) if run.folder else None  # no Spark job (paths_source)
+    if entries is None:
+        rows = df.select("path", "size").collect()  # paths and sizes only, never file contents
+        entries = [Seen(r["path"], int(r["size"] or 0), 0.0) for r in rows]
+    paths = sorted(e.path for e in entries)
+    size = sum(e.size for e in entries)
     if run.vendor is None and paths:
         run.vendor = _detect_files([FileEntry(p, 0) for p in paths])
         if run.continuous:
