@@ -27,6 +27,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -231,6 +232,21 @@ def bench_format(spark, args: argparse.Namespace, vf: str) -> dict[str, Any]:
 # -- report ----------------------------------------------------------------------------------------------------
 def _check(name: str, ratio: float, target: float) -> str:
     return f"{name} {ratio:.2f}x CPU (<= {target:g}x: {'met' if ratio <= target else 'MISSED'})"
+
+
+def fresh_scratch(work: Path, name: str) -> Path:
+    """An empty `work/scratch/<name>` folder (a bench's lakes and checkpoints of an earlier run removed)."""
+    scratch = work / "scratch" / name
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    return scratch
+
+
+def min_median(rounds: list[dict[str, Any]], side: str, keys: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """Per figure in `keys`, the minimum and the median over the timed rounds of one side of an A/B (the floor is
+    the steadiest figure on a shared machine, the median says how typical it is)."""
+    rs = [r for r in rounds if r["side"] == side]
+    return {k: {"min": min(r[k] for r in rs), "median": statistics.median(r[k] for r in rs)} for k in keys}
 
 
 def save_results(work: Path, prefix: str, payload: dict[str, Any]) -> Path:

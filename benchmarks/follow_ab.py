@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,9 +76,7 @@ def main(argv: list[str] | None = None) -> int:
 
     root = bench.workload(work, VF, args.events - max(1, args.events // 5), 1, max(1, args.events // 5), args.seed, 1)
     folder = str(Manifest.load(root).input_dir(VF))
-    scratch = work / "scratch" / "follow-ab"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
+    scratch = bench.fresh_scratch(work, "follow-ab")
     timed: list[dict[str, Any]] = []
     for i in range(args.warm + args.repeat):
         for side in (("a", "b") if i % 2 == 0 else ("b", "a")):
@@ -93,10 +89,8 @@ def main(argv: list[str] | None = None) -> int:
                 timed.append(r)
     out: dict[str, Any] = {"args": vars(args), "rounds": timed}
     for side in ("a", "b"):
-        rs = [r for r in timed if r["side"] == side]
-        out[side] = {k: {"min": min(r[k] for r in rs), "median": statistics.median(r[k] for r in rs)}
-                     for k in ("batch_s", "batch_cpu", "jobs")}
-        out[side]["commits"] = rs[0]["commits"]
+        out[side] = bench.min_median(timed, side, ("batch_s", "batch_cpu", "jobs"))
+        out[side]["commits"] = next(r["commits"] for r in timed if r["side"] == side)
         print(f"{side} ({_TREES[side]}): wall min {out[side]['batch_s']['min']:.2f} median "
               f"{out[side]['batch_s']['median']:.2f} s; CPU min {out[side]['batch_cpu']['min']:.2f} median "
               f"{out[side]['batch_cpu']['median']:.2f} s; jobs {out[side]['jobs']['median']}", flush=True)

@@ -60,9 +60,7 @@ def cost(spark, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     root = bench.workload(work, VF, args.events - tables * rows, tables, rows, args.seed, 1)
     folder = str(Manifest.load(root).input_dir(VF))
     files = bench.input_files(root, VF)
-    scratch = work / "scratch" / "follow"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
+    scratch = bench.fresh_scratch(work, "follow")
 
     def fresh(i: int, name: str) -> tuple[str, str]:
         path = str(scratch / f"{name}-{i}")

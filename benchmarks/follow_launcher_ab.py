@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -49,9 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = max(1, args.events // 5)
     root = bench.workload(work, VF, args.events - rows, 1, rows, args.seed, 1)
     folder = str(Manifest.load(root).input_dir(VF))
-    scratch = work / "scratch" / "follow-launcher-ab"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
+    scratch = bench.fresh_scratch(work, "follow-launcher-ab")
     timed: list[dict[str, Any]] = []
     for i in range(args.warm + args.repeat):
         for side in (("plain", "launcher") if i % 2 == 0 else ("launcher", "plain")):
@@ -73,10 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     floor_cpu = min(r["minimal_cpu"] for r in timed)
     out_: dict[str, Any] = {"args": vars(args), "rounds": timed}
     for side in execs:
-        rs = [r for r in timed if r["side"] == side]
-        s = out_[side] = {k: {"min": min(r[k] for r in rs), "median": statistics.median(r[k] for r in rs)}
-                          for k in ("batch_s", "batch_cpu")}
-        other = statistics.median(r["batch_cpu_by_process"].get("other", 0.0) for r in rs)
+        s = out_[side] = bench.min_median(timed, side, ("batch_s", "batch_cpu"))
+        other = statistics.median(r["batch_cpu_by_process"].get("other", 0.0) for r in timed if r["side"] == side)
         print(f"{side}: wall min {s['batch_s']['min']:.2f} median {s['batch_s']['median']:.2f} s; CPU min "
               f"{s['batch_cpu']['min']:.2f} median {s['batch_cpu']['median']:.2f} s; other processes (median) "
               f"{other:.2f} s; floor / minimal query's floor (both sides): {s['batch_cpu']['min'] / floor_cpu:.1f}x "
