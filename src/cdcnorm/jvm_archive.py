@@ -25,6 +25,8 @@ import os
 import shutil
 import time
 
+from cdcnorm.user_cache import user_cache_dir
+
 DYNAMIC_MAGIC = bytes.fromhex("a8ab0bf0")
 """The first bytes of a finished JDK dynamic archive (0xf00baba8, little-endian), written last by the JVM."""
 STALE_SECONDS = 600
@@ -35,8 +37,7 @@ log file, instead of the JVM's default of stdout, which is the command's output.
 
 
 def archive_dir() -> str:
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.environ.get("CDCNORM_JVM_ARCHIVE_DIR") or os.path.join(cache, "cdcnorm", "jvm")
+    return os.environ.get("CDCNORM_JVM_ARCHIVE_DIR") or user_cache_dir("jvm")
 
 
 def enabled() -> bool:

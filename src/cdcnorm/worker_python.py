@@ -22,6 +22,8 @@ import stat
 import sys
 import tempfile
 
+from cdcnorm.user_cache import user_cache_dir
+
 _SCRIPT = """#!/bin/sh
 # cdcnorm (cdcnorm.worker_python): run Spark's Python workers with the installed pyspark, not Spark's zip of it
 # (a zip's modules are compiled from source at every start).
@@ -96,7 +98,7 @@ def worker_python(python: str = sys.executable) -> str:
 def _private_folder() -> str | None:
     """A folder only this user can write (the launcher is executed): the user's cache, else a private temp
     folder; None when neither is safe."""
-    candidates = [os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "cdcnorm"),
+    candidates = [user_cache_dir(),
                   os.path.join(tempfile.gettempdir(), f"cdcnorm-{os.getuid()}")]
     for folder in candidates:
         try:

@@ -74,6 +74,11 @@ class Manifest:
             self._segments.add(name)
         return self._entries
 
+    def between(self, start: int, end: int) -> list[Seen]:
+        """Entries `start` (included) to `end` (excluded): what the offsets `{"files": start}` to `{"files": end}`
+        name, whether the source or the driver reads them."""
+        return self.entries()[start:end]
+
     def knows(self, path: str) -> bool:
         return path in self._paths
 
@@ -137,8 +142,8 @@ def batch_entries(folder: str, batch_id: int) -> list[Seen] | None:
     start = 0 if batch_id == 0 else _logged_offset(folder, batch_id - 1)
     if end is None or start is None:
         return None
-    entries = Manifest(f"{folder}/manifest").entries()
-    return entries[start:end] if start <= end <= len(entries) else None
+    batch = Manifest(f"{folder}/manifest").between(start, end)
+    return batch if len(batch) == end - start else None
 
 
 def _logged_offset(folder: str, batch_id: int) -> int | None:
@@ -191,7 +196,7 @@ class PathsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _files_within(self, first: int, end: int, budget: int) -> int:
         """How many files from `first` fit in `budget` bytes (at least one, so a large file is never stuck)."""
         used, n = 0, 0
-        for s in self.manifest.entries()[first:end]:
+        for s in self.manifest.between(first, end):
             if n and used + s.size > budget:
                 break
             used, n = used + s.size, n + 1
@@ -207,7 +212,7 @@ class PathsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return len(self.manifest.entries())
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        batch = self.manifest.entries()[int(start["files"]):int(end["files"])]
+        batch = self.manifest.between(int(start["files"]), int(end["files"]))
         return [InputPartition([(s.path, s.size, s.mtime) for s in batch])] if batch else []
 
     def read(self, partition: InputPartition) -> Iterator[tuple[str, int, dt.datetime]]:
