@@ -37,6 +37,8 @@ def test_turned_off_or_another_interpreter(monkeypatch):
 
 def test_python_workers_import_the_installed_pyspark(spark):
     assert spark.sparkContext.pythonExec == worker_python(sys.executable)
+    # the JVM's own Python processes too: Spark 4 looks up static data sources with PYSPARK_DRIVER_PYTHON
+    assert spark._jvm.java.lang.System.getenv("PYSPARK_DRIVER_PYTHON") == worker_python(sys.executable)
 
     def where(batches):
         import pyspark

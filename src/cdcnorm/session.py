@@ -103,11 +103,12 @@ def get_spark(master: str | None = None, app_name: str = "cdcnorm", conf: dict[s
         master = "local[*]"
     if master is None or master.startswith("local"):
         # Python workers must run the driver's interpreter, or they miss cdcnorm's dependencies; they import its
-        # installed pyspark, not Spark's zip of it (cdcnorm.worker_python: each worker start compiled the zip)
-        if master and os.environ.get("PYSPARK_PYTHON", sys.executable) == sys.executable:
-            os.environ["PYSPARK_PYTHON"] = worker_python(sys.executable)
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        # installed pyspark, not Spark's zip of it (cdcnorm.worker_python: each worker start compiled the zip).
+        # The JVM's own Python processes (the data-source lookup a session runs once) take PYSPARK_DRIVER_PYTHON.
+        for variable in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+            if master and os.environ.get(variable, sys.executable) == sys.executable:
+                os.environ[variable] = worker_python(sys.executable)
+            os.environ.setdefault(variable, sys.executable)
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
