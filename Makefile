@@ -35,6 +35,7 @@ bench: check-java $(STAMP)
 	$(PY) benchmarks/lake_dedup.py $(DEDUP_ARGS)
 	$(PY) benchmarks/apply_incremental.py $(APPLY_ARGS)
 	$(PY) benchmarks/follow_batch.py $(FOLLOW_ARGS)
+	$(PY) benchmarks/follow_floor.py $(FLOOR_ARGS)
 	$(PY) benchmarks/small_file.py $(SMALL_ARGS)
 	$(PY) benchmarks/decode_kernel.py $(KERNEL_ARGS)
 

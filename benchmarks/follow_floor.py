@@ -15,12 +15,14 @@ meeting them must do) and what is left for cdcnorm's own work (duplicate check, 
 - L3 delta: L2 written as the data files of a Delta table (`cdcnorm.delta.files.write_files`) and committed through
   delta-rs in one transaction with (query id, batch id) as its app transaction, skipped if already committed.
 - L4 follow: the real follow micro-batch (`cdcnorm.streaming.follow.follow` into a fresh lake, `follow_batch.py`).
+- L1j, L3j (side rungs): L1 and L3 with Spark's own file source (`binaryFile`, only the `path` column) as the stream
+  of paths instead of the Python source: what the Python source's planner process costs a query.
 
 The workload is `follow_batch.py`'s (about 1 k Datastream JSON events, 3 files); every target (lake, Delta table,
 output folder) is fresh and created before the clock starts. After `--warm` untimed rounds, `--repeat` timed rounds
 run every rung once, in forward then reverse order; per rung: wall and CPU seconds (this process, the JVM, Python
-workers, other children), Spark jobs (with their names and seconds) and Delta commits; the floor (fastest round)
-and median, and their ratios to L0's.
+workers, other children: the Python source's planner), Spark jobs (with their names and seconds), Delta commits and
+the moments the micro-batch reached its steps; the floor (fastest round) and median, and their ratios to L0's.
 
 Usage: python benchmarks/follow_floor.py [--warm 12] [--repeat 5] [--events 1000] [--work .bench]
 Results: WORK/results/follow-floor-<timestamp>.json; figures in docs/benchmarks.md ("Session 13").
@@ -32,6 +34,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,24 +42,47 @@ from typing import Any
 import bench
 import follow_batch
 
-RUNGS = ("L0 minimal", "L1 paths", "L2 decode", "L3 delta", "L4 follow")
+RUNGS = ("L0 minimal", "L1 paths", "L2 decode", "L3 delta", "L4 follow", "L1j paths, JVM source",
+         "L3j delta, JVM source")
+"""The ladder, then two side rungs: L1 and L3 with Spark's file source as the stream of paths (`_paths_query`)."""
+BINARY_FILE = "path string, modificationTime timestamp, length long, content binary"
+_MARKS: list[tuple[str, float]] = []
 
 
-def _paths_query(spark, folder: str, work: str, body: Callable[[list[str], int, str], None]) -> None:
-    """An `availableNow` query over the `cdcnorm_paths` stream of `folder`'s files (no settle time), its checkpoint
-    and manifest under `work` as a follow query keeps them; each micro-batch's paths (from the offset log, as
-    `cdcnorm.streaming.follow` reads them) go to `body(paths, batch_id, query_id)`."""
+def mark(name: str) -> None:
+    """Note the moment a round reaches `name` (a step inside its micro-batch; the follow query's progress messages)."""
+    _MARKS.append((name, time.perf_counter()))
+
+
+def _paths_query(spark, folder: str, work: str, body: Callable[[list[str], int, str], None], jvm: bool = False) -> None:
+    """An `availableNow` query over a stream of `folder`'s file paths; each micro-batch's paths go to
+    `body(paths, batch_id, query_id)`.
+
+    The stream is the `cdcnorm_paths` source (no settle time), its checkpoint and manifest under `work` as a follow
+    query keeps them, the batch's paths read from the offset log as `cdcnorm.streaming.follow` reads them (no Spark
+    job); or (`jvm`) Spark's own file source in the `binaryFile` format with only its `path` column selected (the
+    contents are not read), the batch's paths collected (one JVM-only job): a stream of paths without the Python
+    source's planner process, but also without its settle time and its "no file skipped for its age"."""
+    from cdcnorm.fs import local_path
     from cdcnorm.streaming.paths_source import batch_entries, paths_stream
 
     def run(df, batch_id: int) -> None:
-        entries = batch_entries(work, batch_id)
-        assert entries is not None, "the offset log names the batch's files"
-        if entries:
-            qid = spark.sparkContext.getLocalProperty("sql.streaming.queryId")
-            body(sorted(e.path for e in entries), int(batch_id), qid)
+        if jvm:
+            paths = [local_path(r["path"]) for r in df.select("path").collect()]
+        else:
+            entries = batch_entries(work, batch_id)
+            assert entries is not None, "the offset log names the batch's files"
+            paths = [e.path for e in entries]
+        mark("batch started")
+        if paths:
+            body(sorted(paths), int(batch_id), spark.sparkContext.getLocalProperty("sql.streaming.queryId"))
 
-    q = (paths_stream(spark, [folder], f"{work}/manifest", settle_seconds=0)
-         .writeStream.foreachBatch(run).option("checkpointLocation", f"{work}/checkpoint")
+    if jvm:
+        stream = (spark.readStream.format("binaryFile").schema(BINARY_FILE).option("recursiveFileLookup", "true")
+                  .load(folder))
+    else:
+        stream = paths_stream(spark, [folder], f"{work}/manifest", settle_seconds=0)
+    q = (stream.writeStream.foreachBatch(run).option("checkpointLocation", f"{work}/checkpoint")
          .trigger(availableNow=True).start())
     q.awaitTermination()
 
@@ -77,18 +103,20 @@ def _decode_and_write(spark, paths: list[str], write: Callable[[Any], Any]) -> A
         return write(decode_files(frame, adapter.prepare(first_pass(adapter, frame, "files", None))))
 
 
-def paths_text(spark, folder: str, out: str) -> None:
+def paths_text(spark, folder: str, out: str, jvm: bool = False) -> None:
     """L1: the stream of paths; Spark reads the batch's files as text and writes them to Parquet."""
     def body(paths: list[str], batch_id: int, _qid: str) -> None:
         spark.read.text(paths).write.parquet(f"{out}/batch={batch_id}")
+        mark("written")
 
-    _paths_query(spark, folder, out + "-q", body)
+    _paths_query(spark, folder, out + "-q", body, jvm)
 
 
 def paths_decode(spark, folder: str, out: str) -> None:
     """L2: the stream of paths; the files decoded by the Datastream adapter and written to Parquet."""
     def body(paths: list[str], batch_id: int, _qid: str) -> None:
         _decode_and_write(spark, paths, lambda decoded: decoded.write.parquet(f"{out}/batch={batch_id}"))
+        mark("written")
 
     _paths_query(spark, folder, out + "-q", body)
 
@@ -105,7 +133,7 @@ def delta_table(spark, out: str):
     return ref
 
 
-def paths_decode_delta(spark, folder: str, out: str) -> None:
+def paths_decode_delta(spark, folder: str, out: str, jvm: bool = False) -> None:
     """L3: L2 written as the Delta table's data files and committed once, (query id, batch id) as the transaction."""
     from cdcnorm.delta.files import write_files
 
@@ -117,9 +145,11 @@ def paths_decode_delta(spark, folder: str, out: str) -> None:
         if done is not None and done >= batch_id:
             return
         adds = _decode_and_write(spark, paths, lambda decoded: write_files(decoded, ref, f"floor-{qid}-{batch_id}"))
+        mark("written")
         ref.commit(adds, txns=[(app, batch_id)])
+        mark("committed")
 
-    _paths_query(spark, folder, out + "-q", body)
+    _paths_query(spark, folder, out + "-q", body, jvm)
 
 
 def jobs_since(spark, first: int) -> list[tuple[str, float]]:
@@ -143,24 +173,32 @@ def one_round(spark, rung: str, folder: str, target: str) -> dict[str, Any]:
     res: dict[str, Any] = {"side": rung, "load": os.getloadavg()[0]}
     if rung == "L4 follow":
         from cdcnorm.lake import Lake, open_lake
+        from cdcnorm.streaming.follow import follow
 
         open_lake(spark, target, create=True)  # creating the lake's tables is not the micro-batch's cost
-        fn: Callable[[], Any] = lambda: follow_batch.follow_query(spark, folder, target)  # noqa: E731
+        fn: Callable[[], Any] = lambda: follow(  # noqa: E731 - follow_batch.follow_query, with its progress noted
+            [folder], "datastream", target, spark=spark, settle_seconds=0,
+            options={"stream": f"bench-{follow_batch.VF}"}, progress=mark)
     elif rung == "L0 minimal":
         fn = lambda: follow_batch.minimal_query(spark, folder, target, target + "-ck")  # noqa: E731
-    elif rung == "L3 delta":
+    elif rung.startswith("L3"):
         delta_table(spark, target)  # likewise the table's creation
-        fn = lambda: paths_decode_delta(spark, folder, target)  # noqa: E731
+        fn = lambda: paths_decode_delta(spark, folder, target, jvm=rung.startswith("L3j"))  # noqa: E731
+    elif rung.startswith("L1"):
+        fn = lambda: paths_text(spark, folder, target, jvm=rung.startswith("L1j"))  # noqa: E731
     else:
-        fn = lambda: {"L1 paths": paths_text, "L2 decode": paths_decode}[rung](spark, folder, target)  # noqa: E731
+        fn = lambda: paths_decode(spark, folder, target)  # noqa: E731
     first = spark.sparkContext._jsc.sc().dagScheduler().nextJobId()
+    _MARKS.clear()
+    t0 = time.perf_counter()
     got = bench.measured(res, "batch", fn)
+    res["marks"] = [(name, t - t0) for name, t in [*_MARKS, ("query ended", time.perf_counter())]]
     res["jobs"] = jobs_since(spark, first)
     if rung == "L4 follow":
         assert [b.status for b in got] == ["committed"], got
         res["records"] = got[0].records
         res["commits"] = sum(t.version() for t in Lake(spark, target).tables.values())
-    elif rung == "L3 delta":
+    elif rung.startswith("L3"):
         res["rows"] = spark.read.parquet(*delta_table(spark, target).files()).count()
         res["commits"] = 1
     else:
@@ -182,6 +220,8 @@ def summary(timed: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "cpu_by_process_median": {k: statistics.median(r["batch_cpu_by_process"].get(k, 0.0) for r in rs)
                                               for k in kinds},
                     "jobs": statistics.median(len(r["jobs"]) for r in rs),
+                    "marks_median": {name: statistics.median(dict(r["marks"])[name] for r in rs)
+                                     for name, _ in rs[0]["marks"] if all(name in dict(r["marks"]) for r in rs)},
                     "commits": rs[0].get("commits", 0)})
     return out
 
@@ -219,21 +259,23 @@ def main(argv: list[str] | None = None) -> int:
     loads = [os.getloadavg()]
     for i in range(args.warm + args.repeat):
         warm = i < args.warm
-        rounds = [one_round(spark, rung, folder, str(scratch / f"{rung[:2]}-{i}"))
+        rounds = [one_round(spark, rung, folder, str(scratch / f"{rung.split()[0]}-{i}"))
                   for rung in (RUNGS if i % 2 == 0 else RUNGS[::-1])]
         counts = {r["side"]: r.get("records", r.get("rows")) for r in rounds}
-        assert counts["L0 minimal"] == counts["L1 paths"] == counts["L4 follow"], counts  # the same records
-        assert counts["L2 decode"] == counts["L3 delta"], counts
+        by = {rung.split()[0]: n for rung, n in counts.items()}
+        assert by["L0"] == by["L1"] == by["L1j"] == by["L4"], counts  # the same records
+        assert by["L2"] == by["L3"] == by["L3j"], counts  # the same decoded rows
         loads.append(os.getloadavg())
         print(f"  {'warm ' if warm else 'timed'} {i:2d}: " + "; ".join(
-            f"{r['side'][:2]} {r['batch_s']:.2f} s {r['batch_cpu']:.2f} CPU s {len(r['jobs'])} jobs"
+            f"{r['side'].split()[0]} {r['batch_s']:.2f} s {r['batch_cpu']:.2f} CPU s {len(r['jobs'])} jobs"
             for r in sorted(rounds, key=lambda r: r["side"])) + f"; load {loads[-1][0]:.1f}", flush=True)
         if not warm:
             timed += rounds
     rows_ = summary(timed)
     print(table(rows_), flush=True)
     for r in rows_:
-        print(f"  {r['rung']}: median CPU by process {({k: round(v, 2) for k, v in r['cpu_by_process_median'].items()})}")
+        print(f"  {r['rung']}: median CPU by process {({k: round(v, 2) for k, v in r['cpu_by_process_median'].items()})}"
+              "; median seconds from the start to: " + ", ".join(f"{k} {v:.2f}" for k, v in r["marks_median"].items()))
     last = {r["side"]: r["jobs"] for r in timed[-len(RUNGS):]}
     for rung in RUNGS[3:]:
         print(f"  {rung} jobs (last round): " + ", ".join(f"{n[:60]!r} {s:.2f} s" for n, s in last[rung]))
