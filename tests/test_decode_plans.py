@@ -211,3 +211,106 @@ def test_an_envelope_quarantined_from_a_container_keeps_its_message_bytes(tmp_pa
     rows = decode_files("replicate", [path], prescan=False)
     assert [(r["_kind"], r["_rule"]) for r in rows] == [("quarantine", "schema_not_found")] * 2
     assert [r["_raw"] for r in rows] == [envelope_bytes(_ENVELOPES[0]), envelope_bytes(_ENVELOPES[3])]
+
+
+# -- fourth round (branch kernel4) ------------------------------------------------------------------------------
+def _regex_temporal(pattern, v, build):
+    """The regular-expression path of `values._date` / `values._datetime` (the reference of their fast paths)."""
+    try:
+        return values._temporal(pattern, v, build)
+    except values._KeepString:
+        return "keep"
+
+
+def _regex_date(v):
+    return _regex_temporal(values._DATE, v, lambda m: dt.date(int(m[1]), int(m[2]), int(m[3])))
+
+
+def _regex_datetime(v):
+    return _regex_temporal(values._DATETIME, v, lambda m: dt.datetime(
+        int(m[1]), int(m[2]), int(m[3]), int(m[4] or 0), int(m[5] or 0), int(m[6] or 0), values._micros(m[7])))
+
+
+def _keep_or(fn, v):
+    try:
+        return fn(v)
+    except values._KeepString:
+        return "keep"
+
+
+_DIGITISH = st.sampled_from(list("0123456789") + ["٣", "x", "-", " ", "+", "W", "Z", "."])
+
+
+@st.composite
+def _near_iso(draw):
+    """Texts of the fast paths' shapes with some characters replaced (other digits, signs, letters)."""
+    base = draw(st.one_of(st.dates().map(str), st.datetimes().map(str),
+                          st.datetimes().map(lambda d: d.isoformat(timespec="seconds")),
+                          st.datetimes().map(lambda d: d.isoformat(timespec="microseconds")),
+                          st.sampled_from(["2024-02-30", "2024-13-01 00:00:00", "2024-01-01 24:00:00.000000",
+                                           "2024-W01-1T11:56:26.332000", "2024-01-01 00:00:00.5+0000",
+                                           "0000-01-01", "2024-01-01 00:00:60.000000"])))
+    chars = list(base)
+    for _ in range(draw(st.integers(0, 2))):
+        if chars:
+            chars[draw(st.integers(0, len(chars) - 1))] = draw(_DIGITISH)
+    return "".join(chars)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_near_iso())
+def test_iso_fast_paths_read_what_the_regular_expressions_read(text):
+    assert _keep_or(values._date, text) == _regex_date(text)
+    assert _keep_or(values._datetime, text) == _regex_datetime(text)
+
+
+def test_remembered_instants_are_the_instants():
+    from cdcnorm.adapters.replicate import positions
+
+    for text in ["2023-03-21T21:34:19.511", " 2023-03-21T21:34:19 ", "", "nope", "2023-03-21T21:34:19+02:00"] * 2:
+        assert positions.instant(text) == positions._instant(text)
+    assert positions.instant(None) is None and positions.instant(5) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr),
+                 st.decimals(allow_nan=False, allow_infinity=False).map(str),
+                 st.sampled_from(["1e400", "-0.0", "0.1", "1E5", "1.0", "123456789012345678901.5", "5e-324"])))
+def test_float_hook_fast_path_is_the_exact_rule(text):
+    from cdcnorm.containers import json_records
+
+    got = json_records._float_or_decimal(text)
+    value, exact = float(text), Decimal(text)
+    keep = exact.is_finite() and value not in (float("inf"), float("-inf")) and Decimal(repr(value)) == exact
+    want = value if keep else exact
+    assert type(got) is type(want) and (got == want or got != got) and str(got) == str(want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]),
+                          st.sampled_from(["LONG", "long", "DOUBLE", "FLOAT", "BOOLEAN", "DATE", "BYTES", "STRING",
+                                           "GEOMETRY", None])), max_size=5),
+       st.dictionaries(st.sampled_from(["a", "b", "c", "d"]),
+                       st.one_of(st.none(), st.integers(-(2**60), 2**60), st.floats(allow_nan=False), st.text(max_size=6),
+                                 st.booleans(), st.sampled_from(["true", "FALSE", "12", "AAE=", "1.5", "-3"])), max_size=4))
+def test_blob_column_converters_are_blob_value(columns, values_):
+    from cdcnorm.adapters.datahub.blob_values import blob_value, column_converters, typed_image
+
+    types = dict(columns)
+
+    def one(fn):
+        try:
+            return ("ok", fn())
+        except DecodeError as exc:
+            return ("error", exc.error_class, exc.message)
+
+    want = one(lambda: {k: blob_value(v, types.get(k), k) for k, v in values_.items()})
+    got = one(lambda: typed_image(values_, column_converters(tuple(columns))))
+    assert got == want
+
+
+def test_pair_ids_are_remembered_by_type():
+    ids = [pairing.pair_id("s", "d", None, "t", seq) for seq in (1, True, 1.0, "1", 1, ("UPDATE", "a", "b"))]
+    fresh = [pairing.event_id_of(pairing.VENDOR, "s", ("d", None, "t"), (seq, "UPDATE"))
+             for seq in (1, True, 1.0, "1", 1, ("UPDATE", "a", "b"))]
+    assert ids == fresh

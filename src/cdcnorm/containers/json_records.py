@@ -121,6 +121,8 @@ def _float_or_decimal(text: str) -> float | Decimal:
     """A JSON number with a fraction or exponent: the float orjson would give when that float's shortest text is
     the same number, else an exact Decimal (`1e400`, 60-digit decimals)."""
     value = float(text)
+    if repr(value) == text:  # the float's shortest text is the literal (most numbers): the float is exact
+        return value
     exact = Decimal(text)
     return value if exact.is_finite() and value not in (_INF, -_INF) and Decimal(repr(value)) == exact else exact
 
