@@ -224,20 +224,27 @@ def typed_with(
     if image is None:
         return None
     out = {}
-    conv = convs.get
+    conv, natural = convs.get, _NATURAL.get
     for k, v in image.items():
         if v is not None:
             fn = conv(k)
             if fn is None:
                 if isinstance(v, dt.datetime):
                     v = _datetime(v)
-            elif fn is not _same:
+            elif fn is not _same and natural(fn) is not type(v):
+                if fn is _datetime and type(v) is dt.datetime and v.tzinfo is _UTC:  # fastavro's timestamps
+                    out[k] = v.replace(tzinfo=None)
+                    continue
                 try:
                     v = fn(v)
                 except Exception:  # noqa: BLE001 - typed's step gives the flag or the error
                     v = _convert(k, types.get(k), v, flags)
         out[k] = v
     return out
+
+
+_NATURAL: dict[Callable[[Any], Any], type] = {_int: int, _float: float, _bool: bool, _date: dt.date, _hex_bytes: bytes}
+"""The exact type each converter returns its input of unchanged (an Avro value, a JSON number or boolean): no call."""
 
 
 def _convert(name: str, vendor_type: str | None, value: Any, flags: list[str]) -> Any:
