@@ -211,3 +211,202 @@ def test_an_envelope_quarantined_from_a_container_keeps_its_message_bytes(tmp_pa
     rows = decode_files("replicate", [path], prescan=False)
     assert [(r["_kind"], r["_rule"]) for r in rows] == [("quarantine", "schema_not_found")] * 2
     assert [r["_raw"] for r in rows] == [envelope_bytes(_ENVELOPES[0]), envelope_bytes(_ENVELOPES[3])]
+
+
+# -- fourth round (branch kernel4) ------------------------------------------------------------------------------
+def _regex_temporal(pattern, v, build):
+    """The regular-expression path of `values._date` / `values._datetime` (the reference of their fast paths)."""
+    try:
+        return values._temporal(pattern, v, build)
+    except values._KeepString:
+        return "keep"
+
+
+def _regex_date(v):
+    return _regex_temporal(values._DATE, v, lambda m: dt.date(int(m[1]), int(m[2]), int(m[3])))
+
+
+def _regex_datetime(v):
+    return _regex_temporal(values._DATETIME, v, lambda m: dt.datetime(
+        int(m[1]), int(m[2]), int(m[3]), int(m[4] or 0), int(m[5] or 0), int(m[6] or 0), values._micros(m[7])))
+
+
+def _keep_or(fn, v):
+    try:
+        return fn(v)
+    except values._KeepString:
+        return "keep"
+
+
+_DIGITISH = st.sampled_from(list("0123456789") + ["٣", "x", "-", " ", "+", "W", "Z", "."])
+
+
+@st.composite
+def _near_iso(draw):
+    """Texts of the fast paths' shapes with some characters replaced (other digits, signs, letters)."""
+    base = draw(st.one_of(st.dates().map(str), st.datetimes().map(str),
+                          st.datetimes().map(lambda d: d.isoformat(timespec="seconds")),
+                          st.datetimes().map(lambda d: d.isoformat(timespec="microseconds")),
+                          st.sampled_from(["2024-02-30", "2024-13-01 00:00:00", "2024-01-01 24:00:00.000000",
+                                           "2024-W01-1T11:56:26.332000", "2024-01-01 00:00:00.5+0000",
+                                           "0000-01-01", "2024-01-01 00:00:60.000000"])))
+    chars = list(base)
+    for _ in range(draw(st.integers(0, 2))):
+        if chars:
+            chars[draw(st.integers(0, len(chars) - 1))] = draw(_DIGITISH)
+    return "".join(chars)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_near_iso())
+def test_iso_fast_paths_read_what_the_regular_expressions_read(text):
+    assert _keep_or(values._date, text) == _regex_date(text)
+    assert _keep_or(values._datetime, text) == _regex_datetime(text)
+
+
+def test_remembered_instants_are_the_instants():
+    from cdcnorm.adapters.replicate import positions
+
+    for text in ["2023-03-21T21:34:19.511", " 2023-03-21T21:34:19 ", "", "nope", "2023-03-21T21:34:19+02:00"] * 2:
+        assert positions.instant(text) == positions._instant(text)
+    assert positions.instant(None) is None and positions.instant(5) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr),
+                 st.decimals(allow_nan=False, allow_infinity=False).map(str),
+                 st.sampled_from(["1e400", "-0.0", "0.1", "1E5", "1.0", "123456789012345678901.5", "5e-324"])))
+def test_float_hook_fast_path_is_the_exact_rule(text):
+    from cdcnorm.containers import json_records
+
+    got = json_records._float_or_decimal(text)
+    value, exact = float(text), Decimal(text)
+    keep = exact.is_finite() and value not in (float("inf"), float("-inf")) and Decimal(repr(value)) == exact
+    want = value if keep else exact
+    assert type(got) is type(want) and (got == want or got != got) and str(got) == str(want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]),
+                          st.sampled_from(["LONG", "long", "DOUBLE", "FLOAT", "BOOLEAN", "DATE", "BYTES", "STRING",
+                                           "GEOMETRY", None])), max_size=5),
+       st.dictionaries(st.sampled_from(["a", "b", "c", "d"]),
+                       st.one_of(st.none(), st.integers(-(2**60), 2**60), st.floats(allow_nan=False), st.text(max_size=6),
+                                 st.booleans(), st.sampled_from(["true", "FALSE", "12", "AAE=", "1.5", "-3"])), max_size=4))
+def test_blob_column_converters_are_blob_value(columns, values_):
+    from cdcnorm.adapters.datahub.blob_values import blob_value, column_converters, typed_image
+
+    types = dict(columns)
+
+    def one(fn):
+        try:
+            return ("ok", fn())
+        except DecodeError as exc:
+            return ("error", exc.error_class, exc.message)
+
+    want = one(lambda: {k: blob_value(v, types.get(k), k) for k, v in values_.items()})
+    got = one(lambda: typed_image(values_, column_converters(tuple(columns))))
+    assert got == want
+
+
+def test_pair_ids_are_remembered_by_type():
+    ids = [pairing.pair_id("s", "d", None, "t", seq) for seq in (1, True, 1.0, "1", 1, ("UPDATE", "a", "b"))]
+    fresh = [pairing.event_id_of(pairing.VENDOR, "s", ("d", None, "t"), (seq, "UPDATE"))
+             for seq in (1, True, 1.0, "1", 1, ("UPDATE", "a", "b"))]
+    assert ids == fresh
+
+
+_PIECES = st.sampled_from([b'{"a":1}', b'{"a":"}{"}', b'{"b":{"c":[1,2]}}', b" ", b"\n", b"{", b"}", b'"x"', b"[1]",
+                           b'{"s":"1700000000000042449"}', b'{"n":1.5}', b"\r\n", b"{}", b"12", b"}{"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, min_size=1, max_size=8))
+def test_objects_back_to_back_are_told_from_json_lines_as_before(pieces):
+    """The first-line probe's shortcut (an object after a whole value) picks the mode the whole-line parse picks,
+    and the records and damage read are the same."""
+    from cdcnorm.containers import JsonRecords, loads_wide_ints
+
+    data = b"".join(pieces)
+
+    def read(shortcut: bool):
+        reader = JsonRecords(open_source(io.BytesIO(data)), loads_wide_ints)
+        if not shortcut:
+            reader._first_of_several = lambda start, end: False
+        items = [(type(i).__name__, i.index, i.offset, i.raw, getattr(i, "value", None), getattr(i, "message", None))
+                 for i in reader]
+        return reader.lines_mode, items
+
+    assert read(True) == read(False)
+
+
+_DATUM_SCHEMA = {
+    "type": "record", "name": "DataRecord", "namespace": "com.attunity.queue.msg.shop.t", "fields": [
+        {"name": "data", "type": {"type": "record", "name": "Data", "fields": [
+            {"name": "id", "type": ["null", "long"]}, {"name": "n", "type": ["null", "int"]},
+            {"name": "s", "type": ["null", "string"]}, {"name": "b", "type": ["null", "bytes"]},
+            {"name": "f", "type": ["null", "boolean"]}, {"name": "d", "type": ["null", "double"]},
+            {"name": "r", "type": ["null", "float"]},
+            {"name": "dec", "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}]},
+            {"name": "day", "type": ["null", {"type": "int", "logicalType": "date"}]},
+            {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]},
+            {"name": "ms", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}]}]}},
+        {"name": "beforeData", "type": ["null", "Data"]},
+        {"name": "headers", "type": {"type": "record", "name": "Headers", "fields": [
+            {"name": "operation", "type": {"type": "enum", "name": "operation", "symbols": ["INSERT", "UPDATE"]}},
+            {"name": "changeSequence", "type": "string"}, {"name": "mask", "type": ["null", "bytes"]},
+            {"name": "counter", "type": ["null", "long"]}, {"name": "last", "type": ["null", "boolean"]}]}}]}
+
+_DATA = st.fixed_dictionaries({
+    "id": st.none() | st.integers(-(2**63), 2**63 - 1), "n": st.none() | st.integers(-(2**31), 2**31 - 1),
+    "s": st.none() | st.text(max_size=12), "b": st.none() | st.binary(max_size=12), "f": st.none() | st.booleans(),
+    "d": st.none() | st.floats(), "r": st.none() | st.floats(width=32),
+    "dec": st.none() | st.decimals(min_value=-(10**10) + 1, max_value=10**10 - 1, places=2),
+    "day": st.none() | st.dates(), "ts": st.none() | st.datetimes(timezones=st.just(dt.UTC)),
+    "ms": st.none() | st.datetimes(timezones=st.just(dt.UTC)).map(lambda t: t.replace(microsecond=t.microsecond // 1000 * 1000)),
+})
+_RECORD = st.fixed_dictionaries({
+    "data": _DATA, "beforeData": st.none() | _DATA,
+    "headers": st.fixed_dictionaries({"operation": st.sampled_from(["INSERT", "UPDATE"]), "changeSequence": st.text(max_size=8),
+                                      "mask": st.none() | st.binary(max_size=3), "counter": st.none() | st.integers(-5, 10**12),
+                                      "last": st.none() | st.booleans()})})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_RECORD, st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), max_size=3), st.integers(-3, 3))
+def test_datum_reader_reads_what_fastavro_reads(record, edits, cut):
+    """Valid datums: the same values (repr: Decimal exponents, tzinfo); damaged ones (bytes changed, cut or
+    extended): either the same value as fastavro or NotRead, never a value fastavro would not give."""
+    from cdcnorm.containers.avro_datum import NotRead, datum_reader
+
+    read = datum_reader(_DATUM_SCHEMA)
+    assert read is not None
+    bio = io.BytesIO()
+    fastavro.schemaless_writer(bio, fastavro.parse_schema(_DATUM_SCHEMA), record)
+    good = bio.getvalue()
+    assert repr(read(good)) == repr(fastavro.schemaless_reader(io.BytesIO(good), fastavro.parse_schema(_DATUM_SCHEMA), None))
+    bad = bytearray(good)
+    for at, byte in edits:
+        if bad:
+            bad[at % len(bad)] = byte
+    bad = bytes(bad[:len(bad) + cut] if cut < 0 else bad + b"\x00" * cut)
+    try:
+        mine = read(bad)
+    except NotRead:
+        return
+    bio = io.BytesIO(bad)
+    theirs = fastavro.schemaless_reader(bio, fastavro.parse_schema(_DATUM_SCHEMA), None)
+    assert bio.tell() == len(bad) and repr(mine) == repr(theirs)
+
+
+def test_datum_reader_leaves_other_schemas_to_fastavro():
+    from cdcnorm.containers.avro_datum import datum_reader
+
+    for t in ({"type": "map", "values": "string"}, {"type": "array", "items": "long"}, ["null", "long", "string"],
+              {"type": "fixed", "name": "F", "size": 2}, {"type": "string", "logicalType": "uuid"},
+              {"type": "fixed", "name": "D", "size": 8, "logicalType": "decimal", "precision": 4}):
+        assert datum_reader({"type": "record", "name": "R", "fields": [{"name": "x", "type": t}]}) is None
+    twice = {"type": "record", "name": "R", "fields": [
+        {"name": "a", "type": {"type": "record", "name": "X", "namespace": "p", "fields": []}},
+        {"name": "b", "type": {"type": "record", "name": "X", "namespace": "q", "fields": []}}]}
+    assert datum_reader(twice) is None

@@ -107,6 +107,18 @@ def test_one_type_columns_of_every_shape(decimals, ints, texts):
     _check([{"t": t, "k": 1} for t in texts])
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.datetimes(), min_size=8, max_size=60), st.lists(st.datetimes(timezones=st.just(_UTC)), min_size=8,
+       max_size=60), st.lists(st.floats(), min_size=8, max_size=60))
+def test_timestamp_and_float_columns(naive, utc, floats):
+    """Naive (timestamp_ntz) and UTC columns, and floats: infinities, -0.0, subnormals; a NaN sends its column per
+    value."""
+    _check([{"n": v, "u": None} for v in naive])
+    _check([{"u": v} for v in utc])
+    _check([{"f": v} for v in floats])
+    _check([{"f": v} for v in [*floats, float("inf"), float("-inf"), -0.0, 5e-324, None]])
+
+
 def test_groups_small_groups_odd_values_and_nulls_in_one_column():
     images = [None, {"a": 1}, "text", [1, 2], {"a": 2, "b": "x"}, {}, *({"id": i, "name": f"n{i}"} for i in range(20)),
               {1: "non-str key"}, {"big": "y" * 70_000, "n": 1}, *({"id": i, "name": None} for i in range(9))]

@@ -5,15 +5,15 @@ Python call per value plus the object's offsets and joins per row, about 7 µs o
 (key and image). The rows of one table share their key set, hence one metadata dictionary, one field-id list
 and one value order (the plan of `variant._flat_plan`), so only the values differ: `BatchBuilder.flush` hands
 each VARIANT column to :func:`encode_column`, which groups the rows by key set and encodes each *column* of a
-group at once - texts, ints, booleans, dates and UTC timestamps from Arrow arrays, decimals from their text
-through one Arrow cast to decimal128 - as header bytes and little-endian payloads built with numpy, then each
+group at once - texts, ints, floats, booleans, dates and UTC or naive timestamps from Arrow arrays, decimals from
+their text through one Arrow cast to decimal128 - as header bytes and little-endian payloads built with numpy, then each
 row's object header, field ids and offsets from the per-column lengths; one Arrow kernel joins the parts per row.
 Measured (issue 13, docs/benchmarks.md "Decode kernel"): the gain is smaller than the per-value cost suggests,
 since each of the ~40 Arrow/numpy steps per column has a fixed cost and a per-element cost of its own.
 
 Output is byte-identical to `variant.encode_lenient` (tests/test_variant_batch.py checks it against random
-images): anything the column paths do not cover exactly - a column of mixed types, floats, bytes, NaN,
-Infinity, a decimal with a positive exponent, an int beyond 64 bits, a naive or non-UTC datetime, a nested
+images): anything the column paths do not cover exactly - a column of mixed types, bytes, a NaN float, a decimal
+NaN or Infinity, a decimal with a positive exponent, an int beyond 64 bits, a datetime neither UTC nor naive, a nested
 value, a row over 64 KiB, a group of fewer than 1,024 rows - is encoded by the per-value or per-row encoder for
 just those values or rows.
 """
@@ -301,15 +301,32 @@ def _decimals(col: tuple, widened: np.ndarray) -> Any:
     return _SlowRows(np.flatnonzero(slow), enc) if slow.any() else enc
 
 
-def _utc_timestamps(col: tuple, _widened: np.ndarray) -> pa.BinaryArray | None:
-    if {_TZ(v) for v in col if v is not None} != {_UTC}:
-        return None  # naive or other zones: per value
-    arr = pa.array(col, pa.timestamp("us", tz="UTC"))
+def _timestamps(col: tuple, _widened: np.ndarray) -> pa.BinaryArray | None:
+    """UTC timestamps (`timestamp`) or naive ones (`timestamp_ntz`, e.g. Replicate's DATETIME), one kind a column."""
+    zones = {_TZ(v) for v in col if v is not None}
+    if zones == {_UTC}:
+        arr, head_byte = pa.array(col, pa.timestamp("us", tz="UTC")), V._H_TS
+    elif zones == {None}:  # naive: the wall time's microseconds since 1970-01-01, as `(v - epoch) // 1 µs`
+        arr, head_byte = pa.array(col, pa.timestamp("us")), V._H_TS_NTZ
+    else:
+        return None  # other zones, or a mix: per value
     null = arr.is_null().to_numpy(zero_copy_only=False)
     micros = arr.cast(pa.int64()).fill_null(0).to_numpy()
-    head = np.full(len(col), V._H_TS, np.uint8)
+    head = np.full(len(col), head_byte, np.uint8)
     head[null] = _NULL_HEAD
     return _fixed(head, np.where(null, 0, 8), micros)
+
+
+def _floats(col: tuple, _widened: np.ndarray) -> pa.BinaryArray | None:
+    """Doubles as 8 little-endian bytes; a column holding a NaN goes per value (its bits as Python keeps them)."""
+    arr = pa.array(col, pa.float64())
+    null = arr.is_null().to_numpy(zero_copy_only=False)
+    v = arr.fill_null(0.0).to_numpy()
+    if np.isnan(v).any():
+        return None
+    head = np.full(len(col), V._H_DOUBLE, np.uint8)
+    head[null] = _NULL_HEAD
+    return _fixed(head, np.where(null, 0, 8), np.ascontiguousarray(v.astype("<f8")).view(np.uint8).reshape(-1, 8))
 
 
 def _dates(col: tuple, _widened: np.ndarray) -> pa.BinaryArray:
@@ -329,6 +346,7 @@ class _SlowRows:
 
 
 _TYPED: dict[type, Callable[[tuple, np.ndarray], Any]] = {
-    int: _ints, bool: _bools, str: _strs, Decimal: _decimals, dt.datetime: _utc_timestamps, dt.date: _dates,
+    int: _ints, bool: _bools, str: _strs, Decimal: _decimals, dt.datetime: _timestamps, dt.date: _dates,
+    float: _floats,
 }
 """Column encoders for a column of one type (and nulls); None or an exception sends it to the per-value path."""

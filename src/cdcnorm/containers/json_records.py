@@ -33,6 +33,7 @@ from cdcnorm.containers.stream import Source
 
 _OUTSIDE = re.compile(rb'[{}"]')
 _STREAM_END = re.compile(rb"\}(?=[ \t\r\n]*(?:\{|\Z))")
+_NEXT_OBJECT = re.compile(rb"\}(?=[ \t\r\n]*\{)")
 _ARRAY_END = re.compile(rb"\}(?=[ \t\r\n]*(?:[{,\]]|\Z))")
 _FAST_TRIES = 64
 _INSIDE = re.compile(rb'["\\]')
@@ -121,6 +122,8 @@ def _float_or_decimal(text: str) -> float | Decimal:
     """A JSON number with a fraction or exponent: the float orjson would give when that float's shortest text is
     the same number, else an exact Decimal (`1e400`, 60-digit decimals)."""
     value = float(text)
+    if repr(value) == text:  # the float's shortest text is the literal (most numbers): the float is exact
+        return value
     exact = Decimal(text)
     return value if exact.is_finite() and value not in (_INF, -_INF) and Decimal(repr(value)) == exact else exact
 
@@ -296,9 +299,27 @@ class JsonRecords:
         end = self._line_end(start)
         if end is None:
             return False
+        if self._first_of_several(start, end):
+            return False
         try:
             self._parse(bytes(self._buf[start:end]).rstrip())
         except ValueError:
+            return False
+        return True
+
+    def _first_of_several(self, start: int, end: int) -> bool:
+        """Whether the line at `start` begins with a whole value followed by another object (objects back to
+        back, often a whole file on one line): then the line is not one value, and it need not be parsed whole.
+
+        Why: that parse (and its failure) went over the whole line, i.e. the whole file, several times per file.
+        A value that parses is followed only by whitespace in valid JSON text, so an object after it means the
+        line does not parse; when the first candidate end does not give a value, the whole line is parsed."""
+        m = _NEXT_OBJECT.search(self._buf, start, end)
+        if m is None:
+            return False
+        try:
+            self._parse(bytes(self._buf[start:m.end()]))
+        except Exception:  # noqa: BLE001 - not a value there: the whole line decides, as before
             return False
         return True
 

@@ -18,7 +18,12 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-from cdcnorm.adapters.datahub.blob_values import BLOB_TYPES, blob_value, millis_to_datetime
+from cdcnorm.adapters.datahub.blob_values import (
+    BLOB_TYPES,
+    column_converters,
+    millis_to_datetime,
+    typed_image,
+)
 from cdcnorm.adapters.datahub.changes import Base, SchemaVersions, dml_change, event_change, whole_update
 from cdcnorm.adapters.datahub.ddl import apply_changes, parse_ddl
 from cdcnorm.adapters.datahub.options import Where
@@ -72,14 +77,27 @@ def decode_blob(msg: dict, where: Where, stream: StreamOf, versions: SchemaVersi
 def _envelope_time(ts: dict, name: str) -> dt.datetime | None:
     """`payload.timestamp.<name>` (epoch ms); the sentinel -1 of full-load records is unknown, never 1969."""
     value = ts.get(name)
+    if type(value) is int and value >= 0:  # the usual form: remembered (the halves of an UPDATE, a transaction)
+        at = _TIMES.get(value)
+        if at is None:
+            at = millis_to_datetime(value, f"payload.timestamp.{name}")
+            if len(_TIMES) >= 4096:
+                _TIMES.clear()
+            _TIMES[value] = at
+        return at
     return None if is_unset(value) else millis_to_datetime(value, f"payload.timestamp.{name}")
+
+
+_TIMES: dict[int, dt.datetime | None] = {}
 
 
 def _sequence(seq_raw: str | None) -> Any:
     """sequenceId as an integer (digits), None when absent or the full-load sentinel, else the raw text."""
-    if seq_raw is None or is_unset(seq_raw):
+    if seq_raw is None:
         return None
-    return int(seq_raw) if seq_raw.isdigit() else seq_raw
+    if seq_raw.isdigit():  # the usual form (never the sentinel): no regex
+        return int(seq_raw)
+    return None if is_unset(seq_raw) else seq_raw
 
 
 def _base(schema: dict, payload: dict, op: str, where: Where, stream: StreamOf) -> Base:
@@ -104,7 +122,7 @@ def _base(schema: dict, payload: dict, op: str, where: Where, stream: StreamOf) 
         _envelope_time(ts, "eventTime"),
         _envelope_time(ts, "systemTime") or where.capture_ts,
         pks,
-        full_load=seq_raw is not None and is_unset(seq_raw),
+        full_load=seq_raw is not None and not seq_raw.isdigit() and is_unset(seq_raw),
     )
 
 
@@ -135,10 +153,10 @@ def _dml(b: Base, payload: dict, columns: list | None, versions: SchemaVersions)
         )
     if b.table is None:
         raise DecodeError("missing_field", f"{b.vendor_op} message without schema.source.tableName")
-    types = dict(columns or [])
+    convs = column_converters(tuple(columns)) if columns else {}
 
     def typed(values: dict) -> tuple[dict, list[str] | None]:
-        image = {k: blob_value(v, types.get(k), k) for k, v in values.items()}
+        image = typed_image(values, convs)
         return image, ([n for n, _ in columns if n not in image] if columns is not None else None)
 
     out: list = []

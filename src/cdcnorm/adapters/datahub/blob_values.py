@@ -6,6 +6,7 @@ import base64
 import binascii
 import datetime as dt
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -65,30 +66,79 @@ def _blob_bytes(value: Any, column: str) -> bytes:
         ) from None
 
 
+def _blob_number(value: Any, column: str, t: str) -> float:
+    """DOUBLE / FLOAT: a JSON number, or its text as real output sends it ("1.100000")."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):  # Decimal: 1e400
+        raise DecodeError("bad_value", f"column {column!r}: {value!r} is not a {t}")
+    try:
+        return float(value)
+    except ValueError:
+        raise DecodeError("bad_value", f"column {column!r}: {value!r} is not a {t}") from None
+
+
+def _blob_double(value: Any, column: str) -> float:
+    return _blob_number(value, column, "DOUBLE")
+
+
+def _blob_float(value: Any, column: str) -> float:
+    return _blob_number(value, column, "FLOAT")
+
+
+def _blob_boolean(value: Any, column: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise DecodeError("bad_value", f"column {column!r}: {value!r} is not a BOOLEAN")
+
+
+def _blob_date(value: Any, column: str) -> dt.datetime | None:
+    return millis_to_datetime(value, f"column {column!r} (DATE)")
+
+
+_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
+    "LONG": _blob_long, "DOUBLE": _blob_double, "FLOAT": _blob_float, "BOOLEAN": _blob_boolean, "DATE": _blob_date,
+    "BYTES": _blob_bytes,
+}
+"""Upper-cased DataWorks type -> (value, column) -> typed value; the other types keep the value as it is."""
+
+
 def blob_value(value: Any, vtype: str | None, column: str) -> Any:
     """A Blob `dataColumn` value as the typed Python value of its DataWorks type; unknown types stay raw."""
     if value is None:
         return None
-    t = (vtype or "").upper()
-    if t == "LONG":
-        return _blob_long(value, column)
-    if t in ("DOUBLE", "FLOAT"):  # a JSON number, or its text as real output sends it ("1.100000")
-        if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):  # Decimal: 1e400
-            raise DecodeError("bad_value", f"column {column!r}: {value!r} is not a {t}")
-        try:
-            return float(value)
-        except ValueError:
-            raise DecodeError("bad_value", f"column {column!r}: {value!r} is not a {t}") from None
-    if t == "BOOLEAN":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false"):
-            return value.lower() == "true"
-        raise DecodeError("bad_value", f"column {column!r}: {value!r} is not a BOOLEAN")
-    if t == "DATE":
-        return millis_to_datetime(value, f"column {column!r} (DATE)")
-    if t == "BYTES":
-        return _blob_bytes(value, column)
-    return value
+    convert = _CONVERTERS.get((vtype or "").upper())
+    return value if convert is None else convert(value, column)
 
 
+def column_converters(columns: tuple[tuple[str, str | None], ...]) -> dict[str, Callable[[Any, str], Any]]:
+    """Per column name, the converter :func:`blob_value` applies to its non-null values (columns whose values stay
+    as they are are left out). Remembered per column list: every message of a table repeats it."""
+    convs = _PLANS.get(columns)
+    if convs is None:
+        convs = {}
+        for name, vtype in columns:  # a repeated name: the last type wins, as in dict(columns)
+            convs.pop(name, None)
+            convert = _CONVERTERS.get((vtype or "").upper())
+            if convert is not None:
+                convs[name] = convert
+        if len(_PLANS) >= 1024:
+            _PLANS.clear()
+        _PLANS[columns] = convs
+    return convs
+
+
+_PLANS: dict[tuple, dict[str, Callable[[Any, str], Any]]] = {}
+
+
+def typed_image(values: dict, convs: dict[str, Callable[[Any, str], Any]]) -> dict:
+    """`{k: blob_value(v, type of k, k)}` with the converters of :func:`column_converters` (one lookup a value)."""
+    image = {}
+    conv = convs.get
+    for k, v in values.items():
+        if v is not None:
+            convert = conv(k)
+            if convert is not None:
+                v = convert(v, k)
+        image[k] = v
+    return image

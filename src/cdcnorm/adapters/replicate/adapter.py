@@ -46,11 +46,11 @@ from cdcnorm.adapters.replicate.envelope import (
     FMT_REGISTRY,
     MAGIC,
     Envelope,
-    avro_read,
     extract_metadata,
     json_envelope,
     md_entry,
     parse_envelope,
+    read_datum,
 )
 from cdcnorm.adapters.replicate.files import metadata_in_file, read_container, read_json
 from cdcnorm.adapters.replicate.naming import (
@@ -284,9 +284,10 @@ class ReplicateAdapter(Adapter):
                     "message cannot be read without it; ingest the MD / registry schema, then run "
                     "`cdcnorm quarantine retry`",
                 )
-            record = avro_read(
+            record = read_datum(
                 env.payload,
                 self.catalog.parsed_data_schema(entry),
+                self.catalog.parsed_schema_text(entry),
                 f"the data message of schema {env.schema_id}",
             )
         data, before, headers = sections(record)

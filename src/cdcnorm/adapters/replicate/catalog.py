@@ -202,6 +202,7 @@ class Catalog:
         self._by_table: dict[tuple[str | None, str], dict[int, dict[str, Any]]] = {}
         self._unversioned: list[dict[str, Any]] = []
         self._parsed: dict[str, Any] = {}
+        self._parsed_text: dict[str, Any] = {}
         for e in entries:
             self.add(e)
 
@@ -274,7 +275,13 @@ class Catalog:
         key = entry.get("schema_id") or entry.get("data_schema") or ""
         if key not in self._parsed:
             self._parsed[key] = parse_avro_schema(entry.get("data_schema"), entry.get("schema_id"))
+            self._parsed_text[key] = entry.get("data_schema")
         return self._parsed[key]
+
+    def parsed_schema_text(self, entry: dict[str, Any]) -> Any:
+        """The schema text :meth:`parsed_data_schema` parsed for this entry's key (a later MD with the same id
+        does not replace it there), for a reader that must read what fastavro reads."""
+        return self._parsed_text.get(entry.get("schema_id") or entry.get("data_schema") or "")
 
 
 def parse_avro_schema(text: str | dict | None, what: str | None) -> Any:

@@ -47,6 +47,8 @@ def sections(record: Any) -> tuple[dict | None, dict | None, dict[str, Any]]:
     for name, part in (("data", data), ("beforeData", before), ("headers", headers)):
         if part is not None and not isinstance(part, dict):
             raise DecodeError("bad_message", f"`{name}` of the data message must be an object")
+    if len(record) == 3 and headers is not None and "data" in record and "beforeData" in record:
+        return data, before, headers  # the documented shape: no flattened `headers_<x>` to merge (read only)
     flat = {k[len("headers_") :]: v for k, v in record.items() if k.startswith("headers_")}
     return data, before, {**flat, **(headers or {})}
 
@@ -119,7 +121,7 @@ def data_changes(r: DataMessage, source_db: str | None) -> list[Change]:
     else:
         change.before = main
     if op in ("INSERT", "UPDATE"):
-        change.changed_columns = changed.columns
+        change.changed_columns = None if changed.columns is None else list(changed.columns)
     return split_key_change(change)
 
 
@@ -209,7 +211,8 @@ def _plan(entry: dict[str, Any]) -> _Plan:
 
 
 def _resolve(mask: Any, names: dict[int, str], ncols: int, cache: dict[Any, DecodedMask] | None) -> DecodedMask:
-    """`resolve`, remembered per table version: a table's messages carry a handful of distinct masks."""
+    """`resolve`, remembered per table version: a table's messages carry a handful of distinct masks. The result
+    may be shared between messages: it is only read (the changed columns a row keeps are copied)."""
     if cache is None or not isinstance(mask, str | bytes):
         return resolve(mask, names, ncols)
     hit = cache.get(mask)
@@ -217,7 +220,7 @@ def _resolve(mask: Any, names: dict[int, str], ncols: int, cache: dict[Any, Deco
         hit = resolve(mask, names, ncols)  # raises for a bad mask: nothing is cached then
         if len(cache) < 1024:
             cache[mask] = hit
-    return DecodedMask(None if hit.columns is None else list(hit.columns), list(hit.beyond))
+    return hit
 
 
 def _missing(

@@ -13,6 +13,7 @@ import orjson
 
 from cdcnorm.adapters.replicate.catalog import entry_from_md, parse_avro_schema
 from cdcnorm.adapters.replicate.spec import SPEC
+from cdcnorm.containers.avro_datum import NotRead, datum_reader_of
 from cdcnorm.errors import DecodeError
 
 FMT_JSON, FMT_AVRO, FMT_REGISTRY = SPEC.formats
@@ -79,6 +80,18 @@ def avro_read(data: bytes, schema: Any, what: str) -> Any:
             "schema does not match the bytes (wrong schemaId or registry entry?)",
         )
     return rec
+
+
+def read_datum(data: bytes, schema: Any, schema_text: Any, what: str) -> Any:
+    """:func:`avro_read` of a data message, through the schema's own reader when it has one (same values,
+    cdcnorm.containers.avro_datum) and the datum is plainly valid; anything else is read by fastavro."""
+    read = datum_reader_of(schema_text) if type(schema_text) is str and type(data) is bytes else None
+    if read is not None:
+        try:
+            return read(data)
+        except NotRead:
+            pass
+    return avro_read(data, schema, what)
 
 
 def parse_envelope(value: bytes | None) -> Envelope:

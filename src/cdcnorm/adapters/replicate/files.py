@@ -183,7 +183,7 @@ def read_container(path: str, src: containers.Source, out: BatchBuilder, decode_
             out.set_context(VENDOR, FMT_AVRO)
             raise rec.value
         text = rec.value[2]
-        at = _enqueued_time_of_text(text) if type(text) is str else enqueued_time(text)
+        at = None if text is None else _enqueued_time_of_text(text) if type(text) is str else enqueued_time(text)
         ctx = Context(base.topic, base.file_stream, at)
         if len(rec.value) > 3 and rec.value[3] is not None:
             decode_value(rec.raw, ctx, out, rec.value[3])

@@ -12,7 +12,25 @@ from cdcnorm.errors import DecodeError
 
 
 def instant(text: Any) -> dt.datetime | None:
-    """Replicate header/lineage timestamps: UTC without a zone suffix (`2023-03-21T21:34:19.511`)."""
+    """Replicate header/lineage timestamps: UTC without a zone suffix (`2023-03-21T21:34:19.511`).
+
+    Remembered per text: the messages of one transaction share their header timestamp."""
+    if type(text) is not str:
+        return _instant(text)
+    try:
+        return _INSTANTS[text]
+    except KeyError:
+        pass
+    if len(_INSTANTS) >= 4096:
+        _INSTANTS.clear()
+    at = _INSTANTS[text] = _instant(text)
+    return at
+
+
+_INSTANTS: dict[str, dt.datetime | None] = {}
+
+
+def _instant(text: Any) -> dt.datetime | None:
     if not isinstance(text, str) or not text.strip():
         return None
     try:

@@ -93,11 +93,24 @@ def _temporal(pattern: re.Pattern[str], v: Any, build: Callable[[re.Match[str]],
         raise _KeepString from None
 
 
+_ZEROS = str.maketrans("123456789", "000000000")
+_DATE_SHAPE = "0000-00-00"
+_DATETIME_SHAPES = frozenset(("0000-00-00 00:00:00.000000", "0000-00-00T00:00:00.000000", "0000-00-00 00:00:00",
+                              "0000-00-00T00:00:00"))
+"""The texts whose every digit is an ASCII digit at these places: `fromisoformat` reads exactly the fields the
+regular expressions below read (any other text, or a value it refuses, takes the regular expression's path)."""
+
+
 def _date(v: Any) -> dt.date:
     if isinstance(v, dt.datetime):
         return v.date()
     if isinstance(v, dt.date):
         return v
+    if type(v) is str and v.translate(_ZEROS) == _DATE_SHAPE:  # the usual `2024-05-01`: no regex, no int()s
+        try:
+            return dt.date.fromisoformat(v)
+        except ValueError:
+            pass
     return _temporal(_DATE, v, lambda m: dt.date(int(m[1]), int(m[2]), int(m[3])))
 
 
@@ -113,6 +126,11 @@ def _datetime(v: Any) -> dt.datetime:
         if v.tzinfo is _UTC:  # fastavro's timestamps: astimezone(UTC) of these is the value itself
             return v.replace(tzinfo=None)
         return v.astimezone(_UTC).replace(tzinfo=None) if v.tzinfo else v
+    if type(v) is str and v.translate(_ZEROS) in _DATETIME_SHAPES:  # `2024-05-01 11:56:26.332000`: no regex
+        try:
+            return dt.datetime.fromisoformat(v)
+        except ValueError:
+            pass
     return _temporal(
         _DATETIME,
         v,
@@ -206,20 +224,27 @@ def typed_with(
     if image is None:
         return None
     out = {}
-    conv = convs.get
+    conv, natural = convs.get, _NATURAL.get
     for k, v in image.items():
         if v is not None:
             fn = conv(k)
             if fn is None:
                 if isinstance(v, dt.datetime):
                     v = _datetime(v)
-            elif fn is not _same:
+            elif fn is not _same and natural(fn) is not type(v):
+                if fn is _datetime and type(v) is dt.datetime and v.tzinfo is _UTC:  # fastavro's timestamps
+                    out[k] = v.replace(tzinfo=None)
+                    continue
                 try:
                     v = fn(v)
                 except Exception:  # noqa: BLE001 - typed's step gives the flag or the error
                     v = _convert(k, types.get(k), v, flags)
         out[k] = v
     return out
+
+
+_NATURAL: dict[Callable[[Any], Any], type] = {_int: int, _float: float, _bool: bool, _date: dt.date, _hex_bytes: bytes}
+"""The exact type each converter returns its input of unchanged (an Avro value, a JSON number or boolean): no call."""
 
 
 def _convert(name: str, vendor_type: str | None, value: Any, flags: list[str]) -> Any:
