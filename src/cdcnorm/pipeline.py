@@ -469,7 +469,7 @@ def _aggregate(decoded: DataFrame, marked: DataFrame, pairing: Pairing | None,
         _parts(marked, f"concat(array({group}), transform({flags}, f -> {_part_row('flag', flag='f', rows='1')}))"),
     ]
     if pairing is not None and pairing.counts is None:  # one state row per entry: both parts in one pass
-        frames.append(_parts(pairing.entries, f"array({_part_row('held', state_rows='1')}, "
+        frames.append(_parts(pairing.entries, f"array({_part_row('held', held_in='0', held_out='0', state_rows='1')}, "
                                               f"{_part_row('entries', rows='1')})"))
     elif pairing is not None:
         frames.append(_part(pairing.counts, "held", **{c: c for c in ("held_in", "held_out", "state_rows")}))
