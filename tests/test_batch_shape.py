@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from pyspark.sql import functions as F
 
-from cdcnorm import pipeline
+from cdcnorm import pairing_state, pipeline
 from cdcnorm.adapters import get_adapter
 from cdcnorm.canonical.emit import KIND_CHANGE, KIND_SCHEMA
 from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.schema import schema_versions_schema
+from cdcnorm.delta.read import read_files
 from cdcnorm.lake import Lake
 from cdcnorm.pairing_state import balance, balanced
 from cdcnorm.pipeline import normalize
@@ -79,6 +81,57 @@ def test_a_run_whose_pairs_are_complete_skips_the_state_and_writes_what_the_stat
                 "records_read", "reconciled"):
         assert quick.report[key] == slow.report[key], key
     assert quick.report["outcomes"]["held"] == 0 and quick.report["reconciled"]
+
+
+def _all(frame) -> list[str]:
+    """Every row, every column, as JSON text (sorted)."""
+    return sorted(r[0] for r in frame.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in frame.columns]))).collect())
+
+
+def _halves(spark, lake: str) -> list[str]:
+    table = Lake(spark, lake).table("halves")
+    return _all(read_files(spark, table, [f["uri"] for f in table.live()]))
+
+
+def _three_messages(into) -> str:
+    """The small-file bench's file (benchmarks/small_file.py): 3 messages, one a lone key-change half."""
+    source = next((SAMPLES / "datastream/shop_orders/2025/01/21/11/05").glob("*mysql-cdc-binlog*.jsonl"))
+    three = into / "three" / source.name
+    three.parent.mkdir()
+    lines = [line for line in source.read_text().splitlines(keepends=True) if line.strip()]
+    three.write_text("".join(lines[:3]))
+    return str(three)
+
+
+def _empty_state(lk, files):
+    """live_entries, with an empty state (not None) when there is none: the long way, the staged pool."""
+    if files:
+        return pairing_state._live(read_files(lk.spark, lk.table("halves"), files))
+    return lk.spark.createDataFrame([], lk.specs["halves"].schema)
+
+
+@pytest.mark.parametrize("vendor", ["datastream", "datahub"])
+def test_a_flushing_run_without_state_pairs_without_the_staged_pool_and_writes_what_it_writes(spark, tmp_path,
+                                                                                             monkeypatch, vendor):
+    """No state and no wait (the batch command into a new lake): nothing waits or is late, so the run's changes
+    pass unchanged and only the lone halves' orphan entries are added; the long way (an empty state, the staged
+    pool) must give the same lake and report."""
+    source = _three_messages(tmp_path) if vendor == "datastream" else str(FAR / "part-0001.jsonl")
+    short, long = str(tmp_path / "short"), str(tmp_path / "long")
+    taken = []
+    real = pairing_state._flush_without_state
+    monkeypatch.setattr(pairing_state, "_flush_without_state", lambda *a: taken.append(0) or real(*a))
+    quick = normalize([source], vendor, spark=spark, lake=short)
+    assert taken == [0]  # the short way
+    monkeypatch.setattr(pairing_state, "live_entries", _empty_state)
+    slow = normalize([source], vendor, spark=spark, lake=long)
+    assert taken == [0]  # the long way
+    assert _all(Lake(spark, short).changes()) == _all(Lake(spark, long).changes())
+    assert _halves(spark, short) == _halves(spark, long)
+    assert len(_halves(spark, short)) == quick.report["pairing_state_rows"] > 0
+    for key in ("outcomes", "rows_by_table_op", "flags", "halves_waiting_records", "halves_released_records",
+                "pairing_state_rows", "records_read", "reconciled", "rows_written"):
+        assert quick.report[key] == slow.report[key], key
 
 
 def test_a_run_whose_schema_versions_the_lake_holds_writes_no_schema_file(spark, tmp_path):

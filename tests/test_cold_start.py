@@ -134,3 +134,23 @@ def test_the_run_modules_load_while_the_jvm_starts():
     assert "json.tool" in sys.modules
     with importing_meanwhile("cdcnorm.no_such_module"):
         pass
+
+
+def _modules_of_the_worker(batches):
+    import sys
+
+    import pyarrow as pa
+
+    for _ in batches:
+        yield pa.RecordBatch.from_pylist([{"m": "cdcnorm.adapters.datahub.adapter" in sys.modules}])
+
+
+def test_the_warmed_python_worker_is_the_next_tasks_with_its_imports_done(spark):
+    """`warm_workers` (the command line runs it while its query starts) leaves a worker with the decode's modules
+    imported, which the next Python task reuses (a module the run alone has no other reason to import in its
+    workers: datahub's adapter; in a full test run an earlier test's worker may hold it already)."""
+    from cdcnorm.sources import warm_workers
+
+    warm_workers(spark, ("cdcnorm.adapters.datahub.adapter",))
+    got = spark.range(1, numPartitions=1).mapInArrow(_modules_of_the_worker, "m boolean").collect()
+    assert got[0]["m"] is True

@@ -67,13 +67,14 @@ class Pairing:
     """the run's change rows ready for the adapter's post_process (halves to pair or release, no waiting one)"""
     entries: DataFrame
     """rows to append to the `halves` table (new entries and tombstones)"""
-    dropped_ids: DataFrame
-    """event ids (`_drop_id`) of re-injected orphans: their re-emission after post_process is dropped"""
-    supersede: DataFrame
-    """(`_sup_id`, `_supersedes`): paired rows' event ids and the orphan each one replaces"""
-    counts: DataFrame
+    dropped_ids: DataFrame | None
+    """event ids (`_drop_id`) of re-injected orphans: their re-emission after post_process is dropped (None:
+    none can be, the run had no state)"""
+    supersede: DataFrame | None
+    """(`_sup_id`, `_supersedes`): paired rows' event ids and the orphan each one replaces (None: none)"""
+    counts: DataFrame | None
     """rows whose sums are `held_in` / `held_out` (records waiting at the start / end) and `state_rows` (live
-    entries after): summed by the report's aggregation"""
+    entries after): summed by the report's aggregation (None: nothing held, one state row per entry)"""
 
 
 def event_time() -> Column:
@@ -164,6 +165,8 @@ def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_second
     vendor = adapter.name
     spark = changes.sparkSession
     state = live_entries(lk, state_files(lk, vendor) if files is None else files)
+    if state is None and not wait_seconds:
+        return _flush_without_state(adapter, changes)
     if state is None:
         state = spark.createDataFrame([], lk.specs[TABLE].schema)
     is_half = F.col(B.PAIR).isNotNull()
@@ -218,6 +221,27 @@ def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_second
     return Pairing(out, entries, dropped, supersede, _count_rows(pooled, state, entries))
 
 
+def _decision(adapter: Adapter) -> Column:
+    """A group's decision from its roles (`_roles`) when nothing is late and every lone half may be released."""
+    return (F.when(F.size("_roles") > 1, "pair")
+            .when(~F.array_contains(F.lit(list(adapter.waiting_roles)), F.col("_roles")[0]), "pass")
+            .otherwise("release"))
+
+
+def _flush_without_state(adapter: Adapter, changes: DataFrame) -> Pairing:
+    """:func:`pair_across_runs` with no state and no wait (a batch run into a lake whose vendor has no live
+    entries), the same figures without the staged pool: nothing waits, nothing is late, nothing ends, so every
+    change passes unchanged (complete pairs pair, lone halves are released as orphans) and the only rows the
+    pairing adds are the `orphaned` entries of the lone halves of a waiting role (one `state_rows` each). No
+    write of the pool, no join of it: a small run's pairing is a few plans cheaper, and a larger one's changes
+    no longer go through the pool at all."""
+    halves = changes.where(F.col(B.PAIR).isNotNull()).select(*_DECODED)
+    roles = F.collect_set(_role()).over(Window.partitionBy(B.PAIR))
+    released = (halves.withColumn("_roles", roles).where(_decision(adapter) == "release")
+                .select(*[F.col(f"`{n}`") for n in _DECODED]))
+    return Pairing(changes, _entries(released, ORPHANED).dropDuplicates(["entry_id"]), None, None, None)
+
+
 def _count_rows(pooled: DataFrame, state: DataFrame, entries: DataFrame) -> DataFrame:
     """Rows whose column sums are the run's pairing figures, summed by the run's one report aggregation: no
     aggregation (and no join of two aggregations, a Spark job of its own) here."""
@@ -262,7 +286,7 @@ def _expired(orphaned: DataFrame, retention_days: int) -> DataFrame:
 
 def apply_pairing(rows: DataFrame, pairing: Pairing | None) -> DataFrame:
     """After the adapter's post_process: drop re-emitted orphans and set `supersedes` on late pairs."""
-    if pairing is None:
+    if pairing is None or pairing.dropped_ids is None:  # nothing re-injected, nothing superseded
         return rows.withColumn("supersedes", F.lit(None).cast("string"))
     kept = rows.join(pairing.dropped_ids, F.col("event_id") == F.col("_drop_id"), "left_anti")
     joined = kept.join(pairing.supersede, F.col("event_id") == F.col("_sup_id"), "left")

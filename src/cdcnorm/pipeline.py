@@ -439,6 +439,20 @@ def _part(df: DataFrame, name: str, **cols: str) -> DataFrame:
     return df.selectExpr(*exprs)
 
 
+def _part_row(name: str, **cols: str) -> str:
+    """A row of :func:`_part` as one SQL struct (for :func:`_parts`)."""
+    fields = [f"'part', '{name}'"]
+    fields += [f"'{c}', CAST({cols.get(c, 'NULL')} AS {_TYPES.get(c, 'string')})" for c in _PART_COLUMNS]
+    return f"named_struct({', '.join(fields)})"
+
+
+def _parts(df: DataFrame, rows: str) -> DataFrame:
+    """Several parts over one frame in one pass: `rows` is an SQL array of :func:`_part_row` structs per row
+    of `df`. The frame's plan appears once in the aggregation, not once per part (a run's marked changes are
+    a few shuffles: planning them twice was a share of a small run's cost)."""
+    return df.selectExpr(f"inline({rows})")
+
+
 def _aggregate(decoded: DataFrame, marked: DataFrame, pairing: Pairing | None,
                schema_texts: bool = False) -> dict[str, Any]:
     """Every figure of the run in one Spark job: the decoded rows by kind and rule, the marked change rows
@@ -446,13 +460,18 @@ def _aggregate(decoded: DataFrame, marked: DataFrame, pairing: Pairing | None,
     `schema_texts`, the run's distinct decoded schema texts too (metadata: folded on the driver,
     cdcnorm.schema_rows.new_schema_texts)."""
     kind, rule, records, merged = (f"`{c}`" for c in (B.KIND, B.RULE, B.RECORDS, B.MERGED))
+    group = _part_row("group", **{c: f"`{c}`" for c in _IDENT}, op="op", dup="_dup", records=records,
+                      merged=merged, rows="1", newest="source_ts", unchecked="_unchecked")
+    # a marked row: its group row, and one flag row per flag of a row that is not a duplicate
+    flags = "coalesce(IF(_dup, NULL, flags), CAST(array() AS array<string>))"
     frames = [
         _part(decoded, "kind", k_kind=kind, k_rule=rule, records=records, rows="1"),
-        _part(marked, "group", **{c: f"`{c}`" for c in _IDENT}, op="op", dup="_dup", records=records,
-              merged=merged, rows="1", newest="source_ts", unchecked="_unchecked"),
-        _part(marked.where("NOT _dup").selectExpr("explode(flags) AS f"), "flag", flag="f", rows="1"),
+        _parts(marked, f"concat(array({group}), transform({flags}, f -> {_part_row('flag', flag='f', rows='1')}))"),
     ]
-    if pairing is not None:
+    if pairing is not None and pairing.counts is None:  # one state row per entry: both parts in one pass
+        frames.append(_parts(pairing.entries, f"array({_part_row('held', held_in='0', held_out='0', state_rows='1')}, "
+                                              f"{_part_row('entries', rows='1')})"))
+    elif pairing is not None:
         frames.append(_part(pairing.counts, "held", **{c: c for c in ("held_in", "held_out", "state_rows")}))
         frames.append(_part(pairing.entries, "entries", rows="1"))
     if schema_texts:

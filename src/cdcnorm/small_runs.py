@@ -43,8 +43,10 @@ SMALL_RUN_BYTES = 256 << 20
 BYTES_PER_PARTITION = 32 << 20
 INTERPRETED_RUN_BYTES = 32 << 20
 
-SMALL_RUN_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
-"""JIT with the quick C1 compiler only (`CDCNORM_SMALL_RUN_JVM_OPTIONS` overrides; empty: none)."""
+SMALL_RUN_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
+"""JIT with the quick C1 compiler only, the serial collector (no concurrent GC threads competing with the run for
+the cores of a process that lives seconds), no performance-counter file (`CDCNORM_SMALL_RUN_JVM_OPTIONS`
+overrides; empty: none). Measured in docs/benchmarks.md ("Cold start (session 13)")."""
 
 INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 """Spark's interpreted evaluation: the same results (Spark tests both paths), no code to compile."""

@@ -9,6 +9,7 @@ Event Hubs connector's `body`, `sequenceNumber`, `enqueuedTime`).
 from __future__ import annotations
 
 import gc
+import importlib
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -127,6 +128,27 @@ class _FileDecoder:
                     out = BatchBuilder()
                     out.set_context(adapter.name, adapter.formats[0] if adapter.formats else adapter.name)
                     yield from _decode_one_file(adapter, path, out)
+
+
+class _Warm:
+    """mapInArrow function that imports `modules` and passes its rows through: run as a run's first Python task
+    (:func:`warm_workers`), it leaves a Python worker started, with the decode's imports done, for the decode."""
+
+    def __init__(self, modules: tuple[str, ...]):
+        self.modules = modules
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for name in self.modules:
+            importlib.import_module(name)
+        yield from batches
+
+
+def warm_workers(spark: SparkSession, modules: tuple[str, ...] = ()) -> None:
+    """Start the session's Python workers (Spark's worker daemon, and one worker with this module and `modules`
+    imported) with a one-row job: the first `mapInArrow` of a cold process pays for them, so a caller that has
+    other work first (the command line's streaming query starting) runs this beside it. The worker is reused by
+    the next Python task (`spark.python.worker.reuse`)."""
+    spark.range(1, numPartitions=1).mapInArrow(_Warm(modules), "id long").collect()
 
 
 GC_YOUNG = 200_000

@@ -71,8 +71,11 @@ def normalize(
         from cdcnorm.small_runs import jvm_conf_for
 
         with console.status("starting Spark") as status:
+            small = jvm_conf_for(inputs)
             with importing_meanwhile("cdcnorm.streaming.follow"):
-                spark = get_spark(master, quiet=True, conf=jvm_conf_for(inputs))
+                spark = get_spark(master, quiet=True, conf=small)
+            if small and os.environ.get("CDCNORM_WARM_WORKERS", "1") != "0":
+                warming_workers(spark, vendor, options)
             from cdcnorm.streaming.follow import normalize_once
 
             batches = normalize_once(inputs, vendor, lake, spark=spark, options=options,
@@ -150,6 +153,25 @@ def importing_meanwhile(module: str) -> Iterator[None]:
         yield
     finally:
         thread.join()
+
+
+def warming_workers(spark: Any, vendor: str | None, options: dict[str, Any]) -> None:
+    """Start Spark's Python workers in a thread while the batch query starts (its source's planner and runner,
+    the offsets, the checkpoint: seconds in which the decode's worker would otherwise not exist yet), with the
+    decode's modules imported (`cdcnorm.sources.warm_workers`): the run's first decode task finds a worker
+    ready instead of starting the daemon and importing. A small local run only (the command line's small-run
+    JVM), where those seconds are a large share; it never fails the command. `CDCNORM_WARM_WORKERS=0` turns it
+    off."""
+    def warm() -> None:
+        with contextlib.suppress(Exception):
+            from cdcnorm.adapters import get_adapter
+            from cdcnorm.sources import warm_workers
+
+            modules = (type(get_adapter(vendor, options)).__module__,) if vendor else ()
+            spark.sparkContext.setJobDescription("cdcnorm: starting the Python workers")
+            warm_workers(spark, modules)
+
+    threading.Thread(target=warm, name="warm python workers", daemon=True).start()
 
 
 def _check_before_spark(inputs: list[str], vendor: str | None, options: dict[str, Any]) -> None:
