@@ -26,7 +26,7 @@ from small_file import ROOT, three_message_file  # noqa: E402
 STEPS = [("cdcnorm.session", "get_spark"), ("cdcnorm.streaming.follow", "normalize_once"),
          ("cdcnorm.streaming.paths_source", "register"), ("cdcnorm.streaming.follow", "paths_stream"),
          ("cdcnorm.streaming.follow", "_start"), ("cdcnorm.streaming.follow", "_files_batch"),
-         ("cdcnorm.pipeline", "_stage"), ("cdcnorm.pipeline", "pair_across_runs"), ("cdcnorm.pipeline", "_aggregate"),
+         ("cdcnorm.pipeline", "_stage"), ("cdcnorm.pipeline", "pair_across_runs"), ("cdcnorm.pipeline", "aggregate_figures"),
          ("cdcnorm.lake_commit", "stage"), ("cdcnorm.lake_commit", "commit_run"),
          ("cdcnorm.cli.normalize", "print_report")]
 

@@ -46,7 +46,6 @@ from cdcnorm.lake_commit import (
 )
 from cdcnorm.lake_tables import STAGING, source_day
 from cdcnorm.pairing_state import (
-    Pairing,
     apply_pairing,
     mark_emitted_pairs,
     may_wait,
@@ -57,6 +56,7 @@ from cdcnorm.pairing_state import balance as pair_balance
 from cdcnorm.pairing_state import balanced as pairs_balanced
 from cdcnorm.pairing_state import compact as compact_halves
 from cdcnorm.pairing_state import needed as pairing_needed
+from cdcnorm.run_figures import aggregate_figures
 from cdcnorm.schema_rows import from_text, new_schema_texts, schema_rows, to_arrow
 from cdcnorm.session import get_spark, use_portable_parquet
 from cdcnorm.small_runs import planned_for
@@ -232,7 +232,7 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
     say("counting outcomes")
     # with a lake, the run's schema texts ride with the counts and are folded on the driver (cdcnorm.schema_fold)
     carry = bool(lake_obj) and staged.has(KIND_SCHEMA)
-    parts = _aggregate(decoded, marked, pairing, carry)
+    parts = aggregate_figures(decoded, marked, pairing, carry)
     parts["schemas"] = new_schema_texts(parts["schemas"], lake_obj) if carry and lake_obj else []
     report = build_report(parts, adapter, kind, inputs, n_files, skipped, run_id, started)
     if not lake_obj:
@@ -348,7 +348,7 @@ def _quarantine_rows(decoded: DataFrame, now: dt.datetime) -> DataFrame:
 
 def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind: str, inputs: list[str],
                  n_files: int, skipped: dict[str, int], run_id: str, started: dt.datetime) -> dict[str, Any]:
-    """The run's report from its aggregated figures (:func:`_aggregate`), never from collected rows.
+    """The run's report from its aggregated figures (:func:`cdcnorm.run_figures.aggregate_figures`), never from collected rows.
 
     Update halves waiting across runs are the `held` outcome: the records waiting at the end minus those waiting
     at the start, so outcomes still add up to the records read."""
@@ -421,75 +421,6 @@ def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind:
         "newest_source_ts": newest.isoformat() if newest is not None else None,
         **pairing_state,
     }
-
-
-_IDENT = ("vendor", "stream", "source_db", "database", "schema", "table")
-_SUMS = ("records", "merged", "rows", "unchecked", "held_in", "held_out", "state_rows")
-_TYPES = {"dup": "boolean", "newest": "timestamp", **{c: "bigint" for c in _SUMS}}
-_PART_COLUMNS = ("k_kind", "k_rule", *_IDENT, "op", "dup", "flag", "text", *_SUMS, "newest")
-
-
-def _part(df: DataFrame, name: str, **cols: str) -> DataFrame:
-    """One part of the report aggregation's union: `cols` (SQL expressions by output column) over `df`, every
-    other column null. Written as one `selectExpr` of SQL texts: building the same projection from Column
-    objects took some 400 py4j calls a part, a share of a micro-batch's fixed cost."""
-    exprs = [f"'{name}' AS part"]
-    for c in _PART_COLUMNS:
-        exprs.append(f"CAST({cols.get(c, 'NULL')} AS {_TYPES.get(c, 'string')}) AS `{c}`")
-    return df.selectExpr(*exprs)
-
-
-def _part_row(name: str, **cols: str) -> str:
-    """A row of :func:`_part` as one SQL struct (for :func:`_parts`)."""
-    fields = [f"'part', '{name}'"]
-    fields += [f"'{c}', CAST({cols.get(c, 'NULL')} AS {_TYPES.get(c, 'string')})" for c in _PART_COLUMNS]
-    return f"named_struct({', '.join(fields)})"
-
-
-def _parts(df: DataFrame, rows: str) -> DataFrame:
-    """Several parts over one frame in one pass: `rows` is an SQL array of :func:`_part_row` structs per row
-    of `df`. The frame's plan appears once in the aggregation, not once per part (a run's marked changes are
-    a few shuffles: planning them twice was a share of a small run's cost)."""
-    return df.selectExpr(f"inline({rows})")
-
-
-def _aggregate(decoded: DataFrame, marked: DataFrame, pairing: Pairing | None,
-               schema_texts: bool = False) -> dict[str, Any]:
-    """Every figure of the run in one Spark job: the decoded rows by kind and rule, the marked change rows
-    by table, op and duplicate, their flags, and the pairing counts, unioned and aggregated together; with
-    `schema_texts`, the run's distinct decoded schema texts too (metadata: folded on the driver,
-    cdcnorm.schema_rows.new_schema_texts)."""
-    kind, rule, records, merged = (f"`{c}`" for c in (B.KIND, B.RULE, B.RECORDS, B.MERGED))
-    group = _part_row("group", **{c: f"`{c}`" for c in _IDENT}, op="op", dup="_dup", records=records,
-                      merged=merged, rows="1", newest="source_ts", unchecked="_unchecked")
-    # a marked row: its group row, and one flag row per flag of a row that is not a duplicate
-    flags = "coalesce(IF(_dup, NULL, flags), CAST(array() AS array<string>))"
-    frames = [
-        _part(decoded, "kind", k_kind=kind, k_rule=rule, records=records, rows="1"),
-        _parts(marked, f"concat(array({group}), transform({flags}, f -> {_part_row('flag', flag='f', rows='1')}))"),
-    ]
-    if pairing is not None and pairing.counts is None:  # one state row per entry: both parts in one pass
-        frames.append(_parts(pairing.entries, f"array({_part_row('held', held_in='0', held_out='0', state_rows='1')}, "
-                                              f"{_part_row('entries', rows='1')})"))
-    elif pairing is not None:
-        frames.append(_part(pairing.counts, "held", **{c: c for c in ("held_in", "held_out", "state_rows")}))
-        frames.append(_part(pairing.entries, "entries", rows="1"))
-    if schema_texts:
-        frames.append(_part(decoded.where(F.col(B.KIND) == KIND_SCHEMA), "schemas", text=f"`{B.SCHEMA}`", rows="1"))
-    union = frames[0]
-    for f in frames[1:]:
-        union = union.unionByName(f)
-    keys = ["part", "k_kind", "k_rule", *_IDENT, "op", "dup", "flag", "text"]
-    aggs = [*[f"sum({c}) AS {c}" for c in _SUMS], "max(newest) AS newest"]
-    out: dict[str, Any] = {"kind": [], "group": [], "flag": [], "held": [], "entries": [], "schemas": []}
-    # aggregates and metadata only: one row per (kind, table op, flag), and per distinct schema text
-    agg = union.groupBy(*keys).agg(*[F.expr(a) for a in aggs])
-    for r in agg.collect():
-        out[r["part"]].append(r.asDict())
-    out["entries"] = sum(int(r["rows"] or 0) for r in out["entries"])
-    out["schemas"] = sorted(r["text"] for r in out["schemas"])
-    out["pairing"] = pairing is not None
-    return out
 
 
 def _detect_files(files: list[FileEntry]) -> str:
