@@ -37,6 +37,7 @@ from cdcnorm.adapters.datahub.vocabulary import (
     MYSQL_FAMILY,
     source_db_of,
 )
+from cdcnorm.canonical.memo import Memo
 from cdcnorm.errors import DecodeError
 
 StreamOf = Callable[[Where, "str | None"], str]
@@ -77,18 +78,17 @@ def decode_blob(msg: dict, where: Where, stream: StreamOf, versions: SchemaVersi
 def _envelope_time(ts: dict, name: str) -> dt.datetime | None:
     """`payload.timestamp.<name>` (epoch ms); the sentinel -1 of full-load records is unknown, never 1969."""
     value = ts.get(name)
+    field = f"payload.timestamp.{name}"
     if type(value) is int and value >= 0:  # the usual form: remembered (the halves of an UPDATE, a transaction)
-        at = _TIMES.get(value)
-        if at is None:
-            at = millis_to_datetime(value, f"payload.timestamp.{name}")
-            if len(_TIMES) >= 4096:
-                _TIMES.clear()
-            _TIMES[value] = at
-        return at
-    return None if is_unset(value) else millis_to_datetime(value, f"payload.timestamp.{name}")
+        times = _TIMES.get(field)
+        if times is None:
+            times = _TIMES[field] = Memo(lambda ms, field=field: millis_to_datetime(ms, field))
+        return times[value]
+    return None if is_unset(value) else millis_to_datetime(value, field)
 
 
-_TIMES: dict[int, dt.datetime | None] = {}
+_TIMES: dict[str, Memo] = {}
+"""Envelope times by epoch milliseconds, one memo per field (its name is in a bad value's error)."""
 
 
 def _sequence(seq_raw: str | None) -> Any:

@@ -24,6 +24,7 @@ from cdcnorm.adapters.datahub.vocabulary import VENDOR
 from cdcnorm.canonical import tuple_codec
 from cdcnorm.canonical.emit import KIND_CHANGE, decoded_schema, event_id_of
 from cdcnorm.canonical.emit import Bookkeeping as B
+from cdcnorm.canonical.memo import Memo
 
 DIGEST_HEX = 16
 """Length of the value digest that prefixes each entry of an UPDATE half's column digests."""
@@ -42,21 +43,7 @@ def value_digest(value: Any) -> str:
     memo = _MEMOS.get(t)
     if memo is None or (t is dt.datetime and value.tzinfo is not dt.UTC):
         return _digest(value)
-    key = str(value) if t is Decimal else value
-    digest = memo.get(key)
-    if digest is None:
-        digest = _digest(value)
-        if len(memo) >= _MEMO_MAX:
-            memo.clear()
-        memo[key] = digest
-    return digest
-
-
-_MEMOS: dict[type, dict[Any, str]] = {t: {} for t in (str, int, bool, type(None), Decimal, dt.datetime)}
-"""Digests by value, one dict per exact type (plain dicts: an `lru_cache` call cost as much as a short digest)."""
-_MEMO_MAX = 8192
-_PLAIN_MEMOS = {t: _MEMOS[t] for t in (str, int, bool, type(None))}
-"""The memos keyed by the value itself, which `column_digests` reads inline."""
+    return memo[str(value) if t is Decimal else value]
 
 
 def _digest(value: Any) -> str:
@@ -65,6 +52,14 @@ def _digest(value: Any) -> str:
     except (TypeError, ValueError, OverflowError):
         data = b"j" + orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS)
     return hashlib.blake2b(data, digest_size=DIGEST_HEX // 2).hexdigest()
+
+
+_MEMOS: dict[type, Memo] = {**{t: Memo(_digest, 8192) for t in (str, int, bool, type(None), dt.datetime)},
+                            Decimal: Memo(lambda text: _digest(Decimal(text)), 8192)}
+"""Digests by value, one memo per exact type (a plain subscript: an `lru_cache` call cost as much as a short
+digest); a Decimal's is keyed by its text."""
+_PLAIN_MEMOS = {t: _MEMOS[t] for t in (str, int, bool, type(None))}
+"""The memos keyed by the value itself, which `column_digests` reads inline."""
 
 
 def column_digests(image: Mapping[str, Any]) -> list[str]:
@@ -76,8 +71,7 @@ def column_digests(image: Mapping[str, Any]) -> list[str]:
     memos = _PLAIN_MEMOS
     for k, v in image.items():
         memo = memos.get(type(v))
-        digest = memo.get(v) if memo is not None else None
-        out.append((digest or value_digest(v)) + k)
+        out.append((memo[v] if memo is not None else value_digest(v)) + k)
     return out
 
 
@@ -95,20 +89,18 @@ def pair_id(stream: str, database: str | None, schema: str | None, table: str | 
 
     Remembered for the last few thousand pairs: the second half, usually next to the first, reuses it (keyed
     with the sequence's type too: 1, 1.0 and True are equal keys but encode apart)."""
-    key = (stream, database, schema, table, type(seq), seq)
     try:
-        return _PAIR_IDS[key]
-    except KeyError:
-        pass
+        return _PAIR_IDS[(stream, database, schema, table, type(seq), seq)]
     except TypeError:  # an unhashable part: not remembered
-        return event_id_of(VENDOR, stream, (database, schema, table), (seq, "UPDATE"))
-    if len(_PAIR_IDS) >= _MEMO_MAX:
-        _PAIR_IDS.clear()
-    pid = _PAIR_IDS[key] = event_id_of(VENDOR, stream, (database, schema, table), (seq, "UPDATE"))
-    return pid
+        return _pair_id((stream, database, schema, table, type(seq), seq))
 
 
-_PAIR_IDS: dict[tuple, str] = {}
+def _pair_id(key: tuple) -> str:
+    stream, database, schema, table, _, seq = key
+    return event_id_of(VENDOR, stream, (database, schema, table), (seq, "UPDATE"))
+
+
+_PAIR_IDS = Memo(_pair_id, 8192)
 
 
 # -- pairing (Spark) ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdcnorm.adapters.datastream import types as dtypes
+from cdcnorm.canonical.memo import Memo
 
 SOURCE_DBS = {
     "mysql": "mysql", "oracle": "oracle", "oracle_dump": "oracle", "postgresql": "postgresql",
@@ -51,17 +52,14 @@ def number_or_text(v: Any) -> int | str | None:
 
 def source_db(read_method: str, sm: dict) -> str:
     """The source engine, from the read_method prefix (MongoDB events also tell by their `collection`)."""
-    prefix = _PREFIX.get(read_method)
-    if prefix is None:
-        if len(_PREFIX) >= 1024:
-            _PREFIX.clear()
-        prefix = _PREFIX[read_method] = read_method.strip().lower().split("-", 1)[0]
+    prefix = _PREFIX[read_method]
     if "collection" in sm and prefix not in SOURCE_DBS:
         return "mongodb"
     return SOURCE_DBS.get(prefix, prefix or "unknown")
 
 
-_PREFIX: dict[str, str] = {}
+_PREFIX = Memo(lambda read_method: read_method.strip().lower().split("-", 1)[0], 1024)
+"""The source engine's prefix of a read_method (`mysql-cdc-binlog` -> `mysql`), by read_method."""
 """read_method -> its engine prefix (a stream has a handful of read methods)."""
 
 
@@ -106,24 +104,18 @@ def _mysql_pos(sm: dict, _sk: list) -> Position:
     pos = sm.get("log_position") if sm.get("log_position") is not None else sm.get("binlog_position")
     if not file and not pos:
         return (None, None), None
-    number = _binlog_number(file or "")
+    number = _BINLOG_NUMBERS[file or ""]
     return (number, integer(pos)), f"{file}:{pos}"
 
 
-_BINLOG_NUMBERS: dict[str, int | None] = {}
-
-
-def _binlog_number(file: str) -> int | None:
-    """The number a binlog file name ends with ('mysql-bin.000042' -> 42), cached: events share a few files."""
-    try:
-        return _BINLOG_NUMBERS[file]
-    except KeyError:
-        pass
-    if len(_BINLOG_NUMBERS) >= 1024:
-        _BINLOG_NUMBERS.clear()
+def _binlog_file_number(file: str) -> int | None:
+    """The number a binlog file name ends with ('mysql-bin.000042' -> 42)."""
     m = _BIN_SUFFIX.search(file)
-    number = _BINLOG_NUMBERS[file] = int(m.group(1)) if m else None
-    return number
+    return int(m.group(1)) if m else None
+
+
+_BINLOG_NUMBERS = Memo(_binlog_file_number, 1024)
+"""Binlog file numbers by file name: events share a few files."""
 
 
 def _oracle_pos(sm: dict, _sk: list) -> Position:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from cdcnorm.canonical.memo import Memo
 from cdcnorm.canonical.record import image_hash
 from cdcnorm.errors import DecodeError
 
@@ -15,19 +16,7 @@ def instant(text: Any) -> dt.datetime | None:
     """Replicate header/lineage timestamps: UTC without a zone suffix (`2023-03-21T21:34:19.511`).
 
     Remembered per text: the messages of one transaction share their header timestamp."""
-    if type(text) is not str:
-        return _instant(text)
-    try:
-        return _INSTANTS[text]
-    except KeyError:
-        pass
-    if len(_INSTANTS) >= 4096:
-        _INSTANTS.clear()
-    at = _INSTANTS[text] = _instant(text)
-    return at
-
-
-_INSTANTS: dict[str, dt.datetime | None] = {}
+    return _INSTANTS[text] if type(text) is str else _instant(text)
 
 
 def _instant(text: Any) -> dt.datetime | None:
@@ -38,6 +27,9 @@ def _instant(text: Any) -> dt.datetime | None:
     except ValueError:
         return None
     return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
+
+
+_INSTANTS = Memo(_instant)
 
 
 def lineage_seq(text: Any) -> int:
