@@ -136,21 +136,30 @@ def test_the_run_modules_load_while_the_jvm_starts():
         pass
 
 
-def _modules_of_the_worker(batches):
+WARM_SCRIPT = """
+import os, sys
+import pyarrow as pa
+from cdcnorm.session import get_spark
+from cdcnorm.sources import warm_workers
+
+def seen(batches):
     import sys
-
-    import pyarrow as pa
-
     for _ in batches:
         yield pa.RecordBatch.from_pylist([{"m": "cdcnorm.adapters.datahub.adapter" in sys.modules}])
 
+spark = get_spark("local[1]")
+warm_workers(spark, ("cdcnorm.adapters.datahub.adapter",))
+print(spark.range(1, numPartitions=1).mapInArrow(seen, "m boolean").collect()[0]["m"])
+os._exit(0)
+"""
 
-def test_the_warmed_python_worker_is_the_next_tasks_with_its_imports_done(spark):
+
+def test_the_warmed_python_worker_is_the_next_tasks_with_its_imports_done():
     """`warm_workers` (the command line runs it while its query starts) leaves a worker with the decode's modules
     imported, which the next Python task reuses (a module the run alone has no other reason to import in its
-    workers: datahub's adapter; in a full test run an earlier test's worker may hold it already)."""
-    from cdcnorm.sources import warm_workers
-
-    warm_workers(spark, ("cdcnorm.adapters.datahub.adapter",))
-    got = spark.range(1, numPartitions=1).mapInArrow(_modules_of_the_worker, "m boolean").collect()
-    assert got[0]["m"] is True
+    workers: datahub's adapter). In a fresh process, as the command line is: a long-lived session holds several
+    idle workers and hands out the oldest first, so the shared test session cannot show which one is reused."""
+    res = subprocess.run([sys.executable, "-c", WARM_SCRIPT], capture_output=True, text=True, timeout=180,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split()[-1] == "True", res.stdout + res.stderr[-2000:]
