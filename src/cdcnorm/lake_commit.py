@@ -115,8 +115,35 @@ def with_source_day(rows: DataFrame) -> DataFrame:
     return rows.withColumn(SOURCE_DAY, source_day())
 
 
-def mark_duplicates(changes: DataFrame, existing: DataFrame | None) -> DataFrame:
-    """Flag `_dup` on every row whose event id is already in the lake or earlier in this batch."""
+MARK_BY_IDS_ROWS = (20_000, 4_000_000)
+"""Change rows of a run for which :func:`mark_duplicates` shuffles ids only (below: a window over a few rows costs
+less than the extra job and scan; above: the suspects it broadcasts, at worst one id hash per row, grow too big)."""
+
+
+def mark_duplicates(changes: DataFrame, existing: DataFrame | None, by_ids: bool = False) -> DataFrame:
+    """Flag `_dup` on every row whose event id is already in the lake or earlier in this batch.
+
+    With `by_ids`, only a 64-bit hash of each id is shuffled to find the suspects (a hash seen twice in the batch
+    or among the lake's ids, normally none), which are broadcast; only the suspects' rows go through the exact
+    check, every other row is marked where it is. The plain check shuffles and sorts the full rows, twice a run
+    (report and write): about a quarter of a 200 k run's CPU (docs/benchmarks.md, "Marking duplicates")."""
+    if not by_ids:
+        return _marked_exactly(changes, existing)
+    hashed = changes.withColumn("_h", F.xxhash64("event_id"))
+    ids = hashed.select("_h")
+    suspects = ids.groupBy("_h").count().where(F.col("count") > 1).select("_h")
+    if existing is not None:
+        known = existing.select(F.xxhash64("event_id").alias("_h"))
+        suspects = suspects.unionByName(ids.join(known, "_h", "left_semi")).distinct()
+        existing = existing.join(F.broadcast(suspects), F.xxhash64("event_id") == F.col("_h"), "left_semi")
+    clear = hashed.join(F.broadcast(suspects), "_h", "left_anti").withColumn("_dup", F.lit(False))
+    doubtful = _marked_exactly(hashed.join(F.broadcast(suspects), "_h", "left_semi"), existing)
+    return clear.unionByName(doubtful).drop("_h")
+
+
+def _marked_exactly(changes: DataFrame, existing: DataFrame | None) -> DataFrame:
+    """The exact check: each event id's rows ordered by origin, all but the first (and all of an id the lake
+    holds) duplicates."""
     df = changes
     if existing is not None:
         df = df.join(existing.distinct().withColumn("_existing", F.lit(True)), "event_id", "left")
@@ -127,7 +154,8 @@ def mark_duplicates(changes: DataFrame, existing: DataFrame | None) -> DataFrame
         F.col("origin.index").asc_nulls_last(), F.col("origin.offset").asc_nulls_last(),
     )
     df = df.withColumn("_rn", F.row_number().over(order))
-    return df.withColumn("_dup", F.coalesce(F.col("_existing"), F.lit(False)) | (F.col("_rn") > 1))
+    dup = F.coalesce(F.col("_existing"), F.lit(False)) | (F.col("_rn") > 1)
+    return df.withColumn("_dup", dup).drop("_existing", "_rn")
 
 
 # -- staging and the commit sequence ----------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from cdcnorm.fs import FileEntry, is_local, list_files, open_input
 from cdcnorm.lake import Lake, new_run_id, open_lake
 from cdcnorm.lake_commit import (
     DEFAULT_WINDOW_DAYS,
+    MARK_BY_IDS_ROWS,
     dedup_scope,
     mark_duplicates,
     stage_and_commit,
@@ -211,7 +212,8 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
         say("checking the lake for duplicates")
         # the days come from the rows before post-processing (post-processing never adds a day)
         scope = dedup_scope(lake_obj, staged.days, window)
-        marked = mark_duplicates(changes, scope.existing).withColumn("_unchecked", scope.unchecked)
+        by_ids = MARK_BY_IDS_ROWS[0] <= (staged.changes or 0) <= MARK_BY_IDS_ROWS[1]
+        marked = mark_duplicates(changes, scope.existing, by_ids).withColumn("_unchecked", scope.unchecked)
         if pairing or (adapter.waiting_roles and staged.has_waiting_half):  # as when the halves went via the state
             marked = mark_emitted_pairs(marked, scope.existing, adapter)
     else:
@@ -307,6 +309,8 @@ class Staged:
     """whether every update pair of the run is complete (cdcnorm.pairing_state.balance)"""
     kinds: frozenset[str] | None = None
     """the kinds of the decoded rows (None: not observed)"""
+    changes: int | None = None
+    """how many decoded rows are changes (None: not observed)"""
 
     def has(self, kind: str) -> bool:
         """Whether a decoded row may be of `kind`: a run builds no plan for a kind it has no row of."""
@@ -326,11 +330,12 @@ def _stage(decoded: DataFrame, lake: Lake | None, run_id: str, adapter: Adapter)
     pairs = pair_balance(adapter) if adapter.waiting_roles else []
     decoded.observe(seen, F.collect_set(F.when(change, F.struct(F.col("vendor"), source_day()))).alias("days"),
                     F.max(change & F.coalesce(waiting, F.lit(False))).alias("waiting"),
-                    F.collect_set(F.col(B.KIND)).alias("kinds"), *pairs).write.parquet(path)
+                    F.collect_set(F.col(B.KIND)).alias("kinds"), F.count_if(change).alias("changes"),
+                    *pairs).write.parquet(path)
     facts = seen.get
     return Staged(decoded.sparkSession.read.schema(decoded.schema).parquet(path),
                   [(d["vendor"], d[1]) for d in facts["days"] or []], bool(facts["waiting"]),
-                  bool(pairs) and pairs_balanced(facts), frozenset(facts["kinds"] or ()))
+                  bool(pairs) and pairs_balanced(facts), frozenset(facts["kinds"] or ()), int(facts["changes"] or 0))
 
 
 def _quarantine_rows(decoded: DataFrame, now: dt.datetime) -> DataFrame:
