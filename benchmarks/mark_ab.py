@@ -5,7 +5,7 @@ Each round normalizes the workload into a fresh lake once per side (order altern
 seconds of this process and its children; the sides' reports must be equal but for the run's id and clock.
 
 Usage: python benchmarks/mark_ab.py [--changes 200000] [--formats datastream-json] [--repeat 3] [--work .bench]
-Figures in docs/benchmarks.md ("Marking duplicates by id hashes").
+Figures in docs/benchmarks.md ("Marking duplicates by id hashes (session 14)").
 """
 
 from __future__ import annotations
