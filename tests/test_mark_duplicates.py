@@ -68,7 +68,7 @@ def _exchanges(plan: str) -> list[str]:
     return out
 
 
-def test_the_id_hash_check_shuffles_no_full_row(spark):
+def test_the_id_hash_check_shuffles_the_rows_of_its_suspects_only(spark):
     """By id hashes, the rows' columns are shuffled only below the suspects' semi join (their exact check); the
     exact check shuffles every row by its event id."""
     df, existing = _rows(spark)
