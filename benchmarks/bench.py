@@ -311,6 +311,15 @@ def workload_args(p: argparse.ArgumentParser, changes: int, files: int, work_hel
     p.add_argument("--files", type=int, default=files, help="about how many input files per format")
 
 
+def micro_batch_args(p: argparse.ArgumentParser, warm: int, repeat: int, warm_help: str) -> None:
+    """The options shared by the benchmarks that time rounds of a follow micro-batch over a small folder."""
+    p.add_argument("--events", type=int, default=1000)
+    p.add_argument("--warm", type=int, default=warm, help=warm_help)
+    p.add_argument("--repeat", type=int, default=repeat, help="timed rounds of each side (or rung)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--work", default=".bench")
+
+
 def parse_workload(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
     """Parse, refusing unknown formats (the options of :func:`workload_args`)."""
     args = p.parse_args(argv)

@@ -239,11 +239,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--events", type=int, default=1000)
-    p.add_argument("--warm", type=int, default=12, help="untimed rounds of every rung first (steady state)")
-    p.add_argument("--repeat", type=int, default=5, help="timed rounds of every rung")
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--work", default=".bench")
+    bench.micro_batch_args(p, 12, 5, "untimed rounds of every rung first (steady state)")
     args = p.parse_args(argv)
     work = Path(args.work)
     print(f"follow floor: {len(RUNGS)} availableNow queries over one {args.events}-event folder; "

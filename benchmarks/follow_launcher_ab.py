@@ -28,11 +28,7 @@ VF = "datastream-json"
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--events", type=int, default=1000)
-    p.add_argument("--warm", type=int, default=5, help="untimed rounds per side first")
-    p.add_argument("--repeat", type=int, default=4, help="timed rounds per side")
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--work", default=".bench")
+    bench.micro_batch_args(p, 5, 4, "untimed rounds per side first")
     args = p.parse_args(argv)
     spark = bench.spark_session("local[*]", "2g")
     from cdcnorm.lake import open_lake

@@ -18,6 +18,12 @@ from cdcnorm.jvm_archive import DYNAMIC_MAGIC, STALE_SECONDS, jvm_options
 from conftest import ROOT
 
 
+def run_python(code: str, *args: str, timeout: float, **env: str) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter that imports cdcnorm from this tree (`env`: more environment)."""
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **env})
+
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("CDCNORM_JVM_ARCHIVE_DIR", str(tmp_path))
@@ -75,8 +81,7 @@ finish(3)
 
 @pytest.mark.parametrize("case", ["plain", "thread"])
 def test_fast_exit_keeps_the_exit_code_output_and_atexit(case):
-    res = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, case], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    res = run_python(EXIT_SCRIPT, case, timeout=60)
     assert res.returncode == 3
     assert res.stdout.startswith("unflushed") and "atexit ran" in res.stdout
     assert ("thread done" in res.stdout) == (case == "thread")  # a live non-daemon thread is waited for
@@ -95,9 +100,8 @@ def test_a_process_started_for_the_jvm_does_not_hold_a_piped_stdout(tmp_path):
     """The reader of a pipe sees its end when the command exits, not when the JVM (here: a child) does; the
     child's output goes to the log."""
     log = tmp_path / "spark.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "CDCNORM_SPARK_LOG": str(log)}
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-c", PIPE_SCRIPT], capture_output=True, text=True, timeout=120, env=env)
+    res = run_python(PIPE_SCRIPT, timeout=120, CDCNORM_SPARK_LOG=str(log))
     elapsed = time.monotonic() - t0
     child = int(res.stdout)
     try:
@@ -118,8 +122,7 @@ def test_the_paths_source_imports_no_package_metadata():
     importing it must not look cdcnorm's version or the installed plug-ins up (importlib.metadata)."""
     code = ("import sys, cdcnorm.streaming.paths_source, cdcnorm.adapters; "
             "print('importlib.metadata' in sys.modules, 'cdcnorm._version' in sys.modules)")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    res = run_python(code, timeout=120)
     assert res.returncode == 0 and res.stdout.split() == ["False", "False"], res.stdout + res.stderr
 
 
@@ -159,7 +162,6 @@ def test_the_warmed_python_worker_is_the_next_tasks_with_its_imports_done():
     imported, which the next Python task reuses (a module the run alone has no other reason to import in its
     workers: datahub's adapter). In a fresh process, as the command line is: a long-lived session holds several
     idle workers and hands out the oldest first, so the shared test session cannot show which one is reused."""
-    res = subprocess.run([sys.executable, "-c", WARM_SCRIPT], capture_output=True, text=True, timeout=180,
-                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    res = run_python(WARM_SCRIPT, timeout=180)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.split()[-1] == "True", res.stdout + res.stderr[-2000:]
