@@ -55,3 +55,40 @@ def test_jvm_options_only_for_small_local_input(tmp_path, monkeypatch):
     monkeypatch.setenv("CDCNORM_INTERPRETED_RUN_BYTES", str(INTERPRETED_RUN_BYTES))
     monkeypatch.setenv("CDCNORM_SMALL_RUN_JVM_OPTIONS", "")
     assert jvm_conf_for([str(tmp_path)]) == {}
+
+
+def _applied(spark, lake: str, group: str) -> tuple[set[str], int]:
+    """(every applied row as JSON, Spark jobs it took) of a write-less apply of `lake`."""
+    from pyspark.sql import functions as F
+
+    import cdcnorm
+
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group)
+    try:
+        result = cdcnorm.apply(spark, lake, write=False)
+        rows = {f"{tid}:{r[0]}" for tid, df in result.items()
+                for r in df.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))).collect()}
+        result.unpersist()
+        return rows, len(sc.statusTracker().getJobIdsForGroup(group))
+    finally:
+        sc.setJobGroup("", "")
+
+
+def test_a_small_lake_is_applied_as_a_small_run(spark, tmp_path, monkeypatch):
+    from cdcnorm.lake import Lake
+    from cdcnorm.pipeline import normalize
+    from cdcnorm.state.build import small_apply_bytes
+    from conftest import SAMPLES
+
+    lake = str(tmp_path / "lake")
+    normalize([str(SAMPLES / "datastream")], "datastream", spark=spark, lake=lake)
+    size = small_apply_bytes(Lake(spark, lake))
+    assert size == sum(f.stat().st_size for f in (tmp_path / "lake" / "changes").rglob("*.parquet"))
+    small, small_jobs = _applied(spark, lake, "small-apply")
+    monkeypatch.setenv("CDCNORM_INTERPRETED_RUN_BYTES", str(size - 1))
+    monkeypatch.setenv("CDCNORM_SMALL_RUN_BYTES", str(size - 1))
+    assert small_apply_bytes(Lake(spark, lake)) is None
+    session, session_jobs = _applied(spark, lake, "session-apply")
+    assert small == session and len(small) > 10
+    assert small_jobs < session_jobs  # AQE off: no job per shuffle stage or broadcast

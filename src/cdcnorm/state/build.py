@@ -21,6 +21,7 @@ from cdcnorm.canonical.inferred import widen_over_tables
 from cdcnorm.errors import UsageError
 from cdcnorm.lake import Lake
 from cdcnorm.session import use_portable_parquet
+from cdcnorm.small_runs import interpreted_run_limit, planned_for
 from cdcnorm.state import run
 from cdcnorm.state.hints import apply_hints, parse_hints
 from cdcnorm.state.index import build_summary, write_index
@@ -45,12 +46,27 @@ def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write
     use_portable_parquet(spark)
     lk = Lake(spark, lake)
     hints = parse_hints([f"{k}={v}" for k, v in (column_types or {}).items()])
-    if as_of is not None:
-        return _compute(spark, lk, lake, tables, hints, as_of_filter(as_of))
-    with lk.writer("apply") if write else nullcontext():  # one writer per lake (cdcnorm.lake_lock)
-        if not write:
-            return _compute(spark, lk, lake, tables, hints)
-        return run.apply_lake(lk, tables, full=full, history=history, track_columns=track_columns, hints=hints)
+    with planned_for(spark, small_apply_bytes(lk)):
+        if as_of is not None:
+            return _compute(spark, lk, lake, tables, hints, as_of_filter(as_of))
+        with lk.writer("apply") if write else nullcontext():  # one writer per lake (cdcnorm.lake_lock)
+            if not write:
+                return _compute(spark, lk, lake, tables, hints)
+            return run.apply_lake(lk, tables, full=full, history=history, track_columns=track_columns, hints=hints)
+
+
+def small_apply_bytes(lk: Lake) -> int | None:
+    """The size of the lake's live changes files when it is at most the interpreted-run limit, else None.
+
+    Why: an apply reads at most the lake's changes, and writes state no larger than them, so a lake this small
+    is applied as a small run (cdcnorm.small_runs: no AQE, interpreted expressions), where nearly all the cost
+    was fixed: compiling each table's plans and the jobs AQE adds. A larger lake keeps the session's settings,
+    even for a small increment, since an increment may rewrite large target files."""
+    table = lk.table("changes")
+    if not table.exists():
+        return None
+    size = sum(f["size"] or 0 for f in table.live())
+    return size if size <= interpreted_run_limit() else None
 
 
 def as_of_filter(as_of: str | bytes | dt.datetime) -> Column | dt.datetime:
