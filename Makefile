@@ -24,11 +24,12 @@ demo: check-java $(STAMP)
 test: check-java $(STAMP)
 	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
+# the large variants keep Spark's code generation, which large runs use (docs/testing.md)
 test-slow: check-java $(STAMP)
-	$(PY) -m pytest -q -m slow
+	CDCNORM_TEST_CODEGEN=1 $(PY) -m pytest -q -m slow
 
 e2e-large: check-java $(STAMP)
-	$(PY) -m pytest -q -m slow tests/test_e2e.py
+	CDCNORM_TEST_CODEGEN=1 $(PY) -m pytest -q -m slow tests/test_e2e.py
 
 bench: check-java $(STAMP)
 	$(PY) benchmarks/bench.py $(BENCH_ARGS)

@@ -87,15 +87,44 @@ lives ten minutes, so they are not the default (measured in docs/testing.md, "JV
 or two modules while iterating is quicker with them."""
 
 
+def session_interprets() -> bool:
+    """Whether the test session evaluates expressions with Spark's interpreter (the default of `make test`).
+
+    Why: the fast suite's inputs are all small, which is what `cdcnorm.small_runs` plans interpreted in
+    production (normalize and apply already switch to it per run); the rest (reads, compare, cut-over, the tests'
+    own oracles) compiled a new Java class per query, a sixth of the suite's time (docs/testing.md).
+    `CDCNORM_TEST_CODEGEN=1` keeps Spark's code generation, as `make test-slow` does for its large variants;
+    the `codegen` fixture turns it on for the tests that compare both paths."""
+    return os.environ.get("CDCNORM_TEST_CODEGEN", "0") != "1"
+
+
+@pytest.fixture()
+def codegen(spark):
+    """Spark's code generation on for one test (whatever the session's setting), restored afterwards."""
+    keys = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+    saved = {k: spark.conf.get(k, None) for k in keys}
+    for k, v in keys.items():
+        spark.conf.set(k, v)
+    yield spark
+    for k, v in saved.items():
+        if v is None:
+            spark.conf.unset(k)
+        else:
+            spark.conf.set(k, v)
+
+
 @pytest.fixture(scope="session")
 def spark():
     from cdcnorm.session import get_spark
+    from cdcnorm.small_runs import INTERPRETED
 
     # Python workers must be able to import test-defined adapters (pickled by reference to this folder).
     tests_dir = str(Path(__file__).resolve().parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (tests_dir, os.environ.get("PYTHONPATH")) if p)
 
     conf = {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"}
+    if session_interprets():
+        conf.update(INTERPRETED)
     jvm_options = os.environ.get("CDCNORM_TEST_JVM_OPTIONS", TEST_JVM_OPTIONS).strip()
     if jvm_options:
         conf["spark.driver.extraJavaOptions"] = jvm_options

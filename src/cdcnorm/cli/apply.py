@@ -36,12 +36,14 @@ def apply_command(lake: str, tables: list[str] | None, master: str | None, full:
     """`cdcnorm apply --lake LAKE [--table T ...] [--full] [--history] [--as-of X] [--column-type T.C=TYPE ...]`:
     write tables and list them."""
     from cdcnorm.session import get_spark
+    from cdcnorm.small_runs import jvm_conf_for
     from cdcnorm.state import CURRENT, INDEX, apply
     from cdcnorm.state.hints import parse_hints
 
     check_lakes_exist(lake)
     hints = parse_hints(column_type, column_types)
-    spark = get_spark(master, quiet=True)
+    # a small local lake is a small run (cdcnorm.state.build.small_apply_bytes): its JVM starts as one too
+    spark = get_spark(master, quiet=True, conf=jvm_conf_for([lake]))
     if as_of is not None:
         from cdcnorm.state.as_of import write_as_of
 
