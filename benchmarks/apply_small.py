@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import bench
 
@@ -39,21 +40,14 @@ def lake_of(spark, work: Path) -> str:
 def applied(spark, lake: str, side: str, rnd: int) -> dict[str, Any]:
     import cdcnorm
 
-    saved = {k: os.environ.get(k) for k in SESSION_PLAN}
-    if side == "session":
-        os.environ.update(SESSION_PLAN)
     group = f"apply-small-{side}-{rnd}"
     spark.sparkContext.setJobGroup(group, group)
     res: dict[str, Any] = {"side": side}
     try:
-        result = bench.measured(res, "apply", lambda: cdcnorm.apply(spark, lake, full=True))
+        with mock.patch.dict(os.environ, SESSION_PLAN if side == "session" else {}):
+            result = bench.measured(res, "apply", lambda: cdcnorm.apply(spark, lake, full=True))
     finally:
         spark.sparkContext.setJobGroup("", "")
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     res["jobs"] = len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
     res["rows"] = {t["path"]: t["rows"] for t in result.summary["tables"]}
     return res

@@ -19,24 +19,11 @@ import re
 import urllib.request
 from pathlib import Path
 
+import baselines
 import bench
 
 
-def _jvm_pid() -> str | None:
-    """This process's child JVM (Spark's driver)."""
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open(f"/proc/{p}/stat") as st, open(f"/proc/{p}/cmdline") as cmd:
-                if st.read().split()[3] == str(os.getpid()) and "java" in cmd.read():
-                    return p
-        except OSError:
-            continue
-    return None
-
-
-def _threads(pid: str) -> dict[str, tuple[str, float]]:
+def _threads(pid: int | None) -> dict[str, tuple[str, float]]:
     """CPU seconds so far per JVM thread, with its name's kind (digits dropped: `C2 CompilerThre#`)."""
     tick, out = os.sysconf("SC_CLK_TCK"), {}
     for task in glob.glob(f"/proc/{pid}/task/*"):
@@ -71,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         with urllib.request.urlopen(f"{ui}/api/v1/applications/{app}/stages?details=false") as fh:
             return json.load(fh)
 
-    pid = _jvm_pid()
+    pid = baselines.jvm_pid(spark)
     scratch = bench.fresh_scratch(work, "profile")
     bench.warm_up(spark, vf, root, files, scratch)
     for i in range(args.rounds):

@@ -232,3 +232,18 @@ def check_truth(spark: SparkSession, lake: str, history: History) -> None:
 
     frames = apply(spark, lake, write=False)
     assert check_format(frames, history.manifest, VENDOR_FORMAT, natural=True) == []
+
+
+def applied_state(spark: SparkSession, lake: str, meta: bool = False) -> set[str]:
+    """The write-less applied state of every table of `lake`, one `table:JSON` text per row; `meta` keeps the
+    `_cdc` columns (which differ between lakes that reached one state by different runs)."""
+    from cdcnorm.state.build import apply
+
+    result = apply(spark, lake, write=False)
+    out = set()
+    for tid, frame in result.items():
+        cols = [c for c in frame.columns if meta or not c.startswith("_")]
+        for r in frame.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in cols])).alias("j")).collect():
+            out.add(f"{tid}:{r['j']}")
+    result.unpersist()
+    return out

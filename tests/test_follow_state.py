@@ -10,7 +10,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-from pyspark.sql import functions as F
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from cdcnorm.canonical.schema import COLUMN_NAMES
@@ -19,25 +18,14 @@ from cdcnorm.errors import UsageError
 from cdcnorm.lake import MARKER, Lake
 from cdcnorm.lake_tables import specs
 from cdcnorm.pipeline import normalize
-from cdcnorm.state.build import apply
 from cdcnorm.streaming.follow import Limits, follow, normalize_once, start_follow, start_follow_messages
 from cdcnorm.streaming.paths_source import PathsStreamReader
 from conftest import SAMPLES
+from lake_checks import applied_state
 
 FAR = SAMPLES / "datahub" / "blob" / "far_apart"
 EH = SAMPLES / "replicate" / "eventhubs" / "replicate-ns"
 NEVER = 10.0 ** 9  # a pairing wait no test history outlasts
-
-
-def applied(spark, lake: str) -> set[str]:
-    """The applied current state of every table, one JSON text per row."""
-    result = apply(spark, lake, write=False)
-    out = set()
-    for tid, frame in result.items():
-        cols = [c for c in frame.columns if not c.startswith("_")]
-        for r in frame.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in cols])).alias("j")).collect():
-            out.add(f"{tid}:{r['j']}")
-    return out
 
 
 def rows(spark, lake: str) -> dict[str, dict]:
@@ -58,7 +46,7 @@ def whole(spark, tmp_path_factory):
     """Both far-apart files in one run (no half waits across runs): the lake the split runs must equal. Only read."""
     lake = str(tmp_path_factory.mktemp("whole") / "lake")
     normalize([str(FAR)], "datahub", spark=spark, lake=lake)
-    return {"lake": lake, "rows": rows(spark, lake), "applied": applied(spark, lake)}
+    return {"lake": lake, "rows": rows(spark, lake), "applied": applied_state(spark, lake)}
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +85,7 @@ def test_orphan_emitted_by_one_run_is_superseded_by_its_partner_in_the_next(spar
     assert first["reconciled"] and second.report["reconciled"]
     # what is not an orphan is exactly the one-run lake, and apply ignores the superseded orphans
     assert {i for i in got if i not in orphans} == set(whole["rows"])
-    assert applied(spark, split) == whole["applied"]
+    assert applied_state(spark, split) == whole["applied"]
 
 
 def test_an_orphan_redelivered_with_its_partner_is_superseded_by_their_pair(spark, tmp_path, whole, first_half):
@@ -112,7 +100,7 @@ def test_an_orphan_redelivered_with_its_partner_is_superseded_by_their_pair(spar
     assert {r["supersedes"] for r in got.values() if r["supersedes"]} == orphans
     assert again.report["pairing_state_rows"] == 0 and again.report["reconciled"]
     assert {i for i in got if i not in orphans} == set(whole["rows"])
-    assert applied(spark, split) == whole["applied"]
+    assert applied_state(spark, split) == whole["applied"]
 
 
 def test_a_half_redelivered_after_its_pair_was_emitted_is_a_duplicate(spark, tmp_path, whole):

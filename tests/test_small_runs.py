@@ -62,18 +62,12 @@ def test_jvm_options_only_for_small_local_input(tmp_path, monkeypatch):
 
 def _applied(spark, lake: str, group: str) -> tuple[set[str], int]:
     """(every applied row as JSON, Spark jobs it took) of a write-less apply of `lake`."""
-    from pyspark.sql import functions as F
-
-    import cdcnorm
+    from lake_checks import applied_state
 
     sc = spark.sparkContext
     sc.setJobGroup(group, group)
     try:
-        result = cdcnorm.apply(spark, lake, write=False)
-        rows = {f"{tid}:{r[0]}" for tid, df in result.items()
-                for r in df.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))).collect()}
-        result.unpersist()
-        return rows, len(sc.statusTracker().getJobIdsForGroup(group))
+        return applied_state(spark, lake, meta=True), len(sc.statusTracker().getJobIdsForGroup(group))
     finally:
         sc.setJobGroup("", "")
 
