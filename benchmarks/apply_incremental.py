@@ -71,7 +71,7 @@ def schema_version(spark):
 
 
 def commit(spark, lake: str, df, schemas=None) -> None:
-    from cdcnorm.lake import write_run
+    from cdcnorm.lake.derived import write_run
 
     write_run(spark, lake, df, schemas, {"vendor": "datastream", "input_kind": "derived"})
 
@@ -82,9 +82,9 @@ def handwritten(spark, lake: str, out: str):
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from cdcnorm.delta.files import write_files
-    from cdcnorm.delta.table import DeltaTableRef, delta_uri
-    from cdcnorm.lake import Lake
+    from cdcnorm.lake.delta.files import write_files
+    from cdcnorm.lake.delta.table import DeltaTableRef, delta_uri
+    from cdcnorm.lake.store import Lake
 
     ch = Lake(spark, lake).changes()
     w = Window.partitionBy("stream", "database", "schema", "table", "key_bytes").orderBy(F.col("sort_key").desc())
@@ -103,8 +103,8 @@ def handwritten(spark, lake: str, out: str):
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import cdcnorm
-    from cdcnorm.delta.read import read_table
-    from cdcnorm.lake import Lake
+    from cdcnorm.lake.delta.read import read_table
+    from cdcnorm.lake.store import Lake
 
     work = Path(args.work) / "scratch" / "apply"
     shutil.rmtree(work, ignore_errors=True)

@@ -51,8 +51,8 @@ def _handwritten(lines: DataFrame, dedup: bool) -> DataFrame:
 
 
 def _delta_table(spark: SparkSession, out: str):
-    from cdcnorm.delta.table import DeltaTableRef, delta_uri
-    from cdcnorm.session import use_portable_parquet
+    from cdcnorm.lake.delta.table import DeltaTableRef, delta_uri
+    from cdcnorm.runtime.session import use_portable_parquet
 
     use_portable_parquet(spark)  # the Parquet settings cdcnorm writes its lake with
     schema = _handwritten(spark.createDataFrame([], "value string"), False).schema
@@ -64,7 +64,7 @@ def _delta_table(spark: SparkSession, out: str):
 def handwritten_datastream_json(spark: SparkSession, files: list[str], out: str, dedup: bool) -> None:
     """The pipeline a user writes by hand for Datastream JSON, with or without deduplication, committed as one
     Delta table through cdcnorm's delta-rs helper (Spark writes the Parquet files, the driver commits them)."""
-    from cdcnorm.delta.files import write_files
+    from cdcnorm.lake.delta.files import write_files
 
     ref = _delta_table(spark, out)
     ref.commit(write_files(_handwritten(spark.read.text(files), dedup), ref, "hw"))
@@ -73,7 +73,7 @@ def handwritten_datastream_json(spark: SparkSession, files: list[str], out: str,
 def handwritten_streaming(spark: SparkSession, folder: str, out: str, checkpoint: str) -> int:
     """The same pipeline (with dedup) as an `availableNow` query over the folder: each micro-batch is written and
     committed once, with (query, batch id) as the Delta transaction. Returns the number of micro-batches."""
-    from cdcnorm.delta.files import write_files
+    from cdcnorm.lake.delta.files import write_files
 
     ref = _delta_table(spark, out)
     batches = []

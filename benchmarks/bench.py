@@ -88,7 +88,7 @@ def options_for(vf: str, root: Path) -> dict[str, Any]:
 # -- Spark -----------------------------------------------------------------------------------------------------
 def spark_session(master: str, memory: str):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from cdcnorm.session import get_spark
+    from cdcnorm.runtime.session import get_spark
 
     return get_spark(master, app_name="cdcnorm-bench", conf={"spark.driver.memory": memory}, quiet=True)
 
@@ -98,7 +98,7 @@ def apply_shuffles(spark, lake: str) -> tuple[int, int]:
     change is shuffled once (keyed tables: one range exchange by key that the write reuses; keyless: one hash
     exchange by image, after the event-id dedup's)."""
 
-    from cdcnorm.lake import Lake
+    from cdcnorm.lake.store import Lake
     from cdcnorm.state import keyed
     from cdcnorm.state.merge import applicable
     from cdcnorm.state.plan import latest_schemas, plan_tables, table_hash, table_stats

@@ -1,7 +1,7 @@
 """Where a cold `cdcnorm normalize` of the 3-message file spends its wall time: a timeline from process start.
 
-A child process runs the command line with the main steps of `cdcnorm.streaming.follow`, `cdcnorm.pipeline` and
-`cdcnorm.lake_commit` wrapped to print time stamps (seconds since the child was started), and Spark's event log
+A child process runs the command line with the main steps of `cdcnorm.streaming.follow`, `cdcnorm.ingest.pipeline` and
+`cdcnorm.lake.commit` wrapped to print time stamps (seconds since the child was started), and Spark's event log
 on; the parent adds the Spark jobs (submission, duration, stages) and the process's exit. Figures of one run
 under the load of the moment: docs/benchmarks.md ("Cold start"). (The wrapping imports the run's modules before
 the JVM starts; the command itself imports them while it starts.)
@@ -23,11 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from small_file import ROOT, three_message_file  # noqa: E402
 
-STEPS = [("cdcnorm.session", "get_spark"), ("cdcnorm.streaming.follow", "normalize_once"),
+STEPS = [("cdcnorm.runtime.session", "get_spark"), ("cdcnorm.streaming.follow", "normalize_once"),
          ("cdcnorm.streaming.paths_source", "register"), ("cdcnorm.streaming.follow", "paths_stream"),
          ("cdcnorm.streaming.follow", "_start"), ("cdcnorm.streaming.follow", "_files_batch"),
-         ("cdcnorm.pipeline", "_stage"), ("cdcnorm.pipeline", "pair_across_runs"), ("cdcnorm.pipeline", "aggregate_figures"),
-         ("cdcnorm.lake_commit", "stage"), ("cdcnorm.lake_commit", "commit_run"),
+         ("cdcnorm.ingest.pipeline", "_stage"), ("cdcnorm.ingest.pipeline", "pair_across_runs"), ("cdcnorm.ingest.pipeline", "aggregate_figures"),
+         ("cdcnorm.lake.commit", "stage"), ("cdcnorm.lake.commit", "commit_run"),
          ("cdcnorm.cli.normalize", "print_report")]
 
 CHILD = """
@@ -36,7 +36,7 @@ t0 = float(os.environ["TIMELINE_T0"])
 def mark(what): print(f"{time.time() - t0:8.2f} {what}", file=sys.__stderr__, flush=True)
 mark("python started")
 atexit.register(lambda: mark("last atexit handler"))
-import cdcnorm.session as session
+import cdcnorm.runtime.session as session
 get_spark = session.get_spark
 def with_event_log(master=None, app_name="cdcnorm", conf=None, quiet=False):
     conf = {**(conf or {}), "spark.eventLog.enabled": "true", "spark.eventLog.compress": "false",

@@ -2,7 +2,7 @@
 
 Why a separate bench: inside `normalize` the decode runs in Spark's Python workers next to the JVM, where its
 CPU cannot be told apart from Spark's. Here one process runs exactly what a decode task runs
-(`cdcnorm.sources`' `mapInArrow` function: the adapter's `read_file` into a `BatchBuilder`, flushed into the
+(`cdcnorm.ingest.sources`' `mapInArrow` function: the adapter's `read_file` into a `BatchBuilder`, flushed into the
 Arrow batches Spark receives) over a simulated workload, after a warm-up, and measures
 `time.process_time`. For Avro formats it also times `fastavro.reader` over the same files: the floor of any
 Python decoder of them (for Replicate Avro and Event Hubs Capture it only unpacks the envelope, whose payload
@@ -36,7 +36,7 @@ def prepared_adapter(vf: str, root: Path, files: list[str]) -> Any:
 
     from cdcnorm.adapters import get_adapter
     from cdcnorm.adapters.base import FirstPass
-    from cdcnorm.fs import open_input
+    from cdcnorm.runtime.fs import open_input
     from cdcnorm.simulate import VENDOR_FORMATS
 
     adapter = get_adapter(VENDOR_FORMATS[vf][0], options_for(vf, root))
@@ -55,7 +55,7 @@ def decode_files(adapter: Any, files: list[str]) -> tuple[int, int]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from cdcnorm.sources import _FileDecoder
+    from cdcnorm.ingest.sources import _FileDecoder
 
     records = rows = 0
     paths = pa.record_batch({"path": pa.array(files, pa.string()), "size": pa.array([0] * len(files), pa.int64())})

@@ -40,7 +40,8 @@ _TREES: dict[str, str] = {}
 
 def one_round(spark, side: str, folder: str, lake: str) -> dict[str, Any]:
     use_tree(_TREES[side])
-    from cdcnorm.lake import Lake, open_lake
+    from cdcnorm.lake.commit import open_lake
+    from cdcnorm.lake.store import Lake
     from cdcnorm.streaming.follow import follow
 
     open_lake(spark, lake, create=True)  # creating the lake's tables is not the micro-batch's cost

@@ -53,7 +53,7 @@ def follow_query(spark, folder: str, lake: str) -> list[Any]:
 
 
 def cost(spark, args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from cdcnorm.lake import open_lake
+    from cdcnorm.lake.commit import open_lake
     from cdcnorm.simulate import Manifest
 
     tables, rows = 1, max(1, args.events // 5)
@@ -105,7 +105,7 @@ def cost(spark, args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def latency(spark, args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from cdcnorm.lake import Lake
+    from cdcnorm.lake.store import Lake
     from cdcnorm.simulate.feed import feed, landed, prepare
     from cdcnorm.streaming.follow import start_follow
 

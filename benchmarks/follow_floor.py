@@ -11,8 +11,8 @@ meeting them must do) and what is left for cdcnorm's own work (duplicate check, 
 - L1 paths: the `cdcnorm_paths` stream of paths -> `foreachBatch`: the batch's paths read from the offset log as the
   follow query does (no Spark job), Spark reads those files as text -> Parquet.
 - L2 decode: the paths stream -> `foreachBatch`: the files decoded by the Datastream adapter inside `mapInArrow`
-  (`cdcnorm.sources`, planned as a small run: what `normalize`'s staging does) -> Parquet.
-- L3 delta: L2 written as the data files of a Delta table (`cdcnorm.delta.files.write_files`) and committed through
+  (`cdcnorm.ingest.sources`, planned as a small run: what `normalize`'s staging does) -> Parquet.
+- L3 delta: L2 written as the data files of a Delta table (`cdcnorm.lake.delta.files.write_files`) and committed through
   delta-rs in one transaction with (query id, batch id) as its app transaction, skipped if already committed.
 - L4 follow: the real follow micro-batch (`cdcnorm.streaming.follow.follow` into a fresh lake, `follow_batch.py`).
 - L1j, L3j (side rungs): L1 and L3 with Spark's own file source (`binaryFile`, only the `path` column) as the stream
@@ -63,7 +63,7 @@ def _paths_query(spark, folder: str, work: str, body: Callable[[list[str], int, 
     job); or (`jvm`) Spark's own file source in the `binaryFile` format with only its `path` column selected (the
     contents are not read), the batch's paths collected (one JVM-only job): a stream of paths without the Python
     source's planner process, but also without its settle time and its "no file skipped for its age"."""
-    from cdcnorm.fs import local_path
+    from cdcnorm.runtime.fs import local_path
     from cdcnorm.streaming.paths_source import batch_entries, paths_stream
 
     def run(df, batch_id: int) -> None:
@@ -91,10 +91,10 @@ def _decode_and_write(spark, paths: list[str], write: Callable[[Any], Any]) -> A
     """`write(decoded)` of the Datastream adapter's decoded rows of `paths`, planned as `normalize` plans its
     staging (the files' frame, the first pass and the decode, as a small run)."""
     from cdcnorm.adapters import get_adapter
-    from cdcnorm.first_pass import first_pass
-    from cdcnorm.fs import FileEntry
-    from cdcnorm.small_runs import planned_for
-    from cdcnorm.sources import decode_files, files_frame
+    from cdcnorm.ingest.first_pass import first_pass
+    from cdcnorm.ingest.sources import decode_files, files_frame
+    from cdcnorm.runtime.fs import FileEntry
+    from cdcnorm.runtime.small_runs import planned_for
 
     files = [FileEntry(p, os.path.getsize(p)) for p in paths]
     adapter = get_adapter("datastream", {"stream": f"bench-{follow_batch.VF}"})
@@ -124,8 +124,8 @@ def paths_decode(spark, folder: str, out: str) -> None:
 def delta_table(spark, out: str):
     """L3's Delta table of decoded rows, created (version 0) before the clock starts."""
     from cdcnorm.canonical.emit import decoded_schema
-    from cdcnorm.delta.table import DeltaTableRef, delta_uri
-    from cdcnorm.session import use_portable_parquet
+    from cdcnorm.lake.delta.table import DeltaTableRef, delta_uri
+    from cdcnorm.runtime.session import use_portable_parquet
 
     use_portable_parquet(spark)  # the Parquet settings cdcnorm writes its lake with
     ref = DeltaTableRef(delta_uri(out), decoded_schema())
@@ -135,7 +135,7 @@ def delta_table(spark, out: str):
 
 def paths_decode_delta(spark, folder: str, out: str, jvm: bool = False) -> None:
     """L3: L2 written as the Delta table's data files and committed once, (query id, batch id) as the transaction."""
-    from cdcnorm.delta.files import write_files
+    from cdcnorm.lake.delta.files import write_files
 
     ref = delta_table(spark, out)
 
@@ -172,7 +172,8 @@ def one_round(spark, rung: str, folder: str, target: str) -> dict[str, Any]:
     """Run one rung into the fresh `target`; its figures."""
     res: dict[str, Any] = {"side": rung, "load": os.getloadavg()[0]}
     if rung == "L4 follow":
-        from cdcnorm.lake import Lake, open_lake
+        from cdcnorm.lake.commit import open_lake
+        from cdcnorm.lake.store import Lake
         from cdcnorm.streaming.follow import follow
 
         open_lake(spark, target, create=True)  # creating the lake's tables is not the micro-batch's cost

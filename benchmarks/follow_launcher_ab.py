@@ -1,4 +1,4 @@
-"""A/B of the Python-worker launcher (cdcnorm.worker_python) on the follow micro-batch, in one process.
+"""A/B of the Python-worker launcher (cdcnorm.runtime.worker_python) on the follow micro-batch, in one process.
 
 Why: `follow_ab.py` alternates source trees, but the workers' interpreter is the session's, set once. Here rounds
 alternate `SparkContext.pythonExec` between the plain interpreter and the launcher; the paths source is registered
@@ -31,13 +31,13 @@ def main(argv: list[str] | None = None) -> int:
     bench.micro_batch_args(p, 5, 4, "untimed rounds per side first")
     args = p.parse_args(argv)
     spark = bench.spark_session("local[*]", "2g")
-    from cdcnorm.lake import open_lake
+    from cdcnorm.lake.commit import open_lake
+    from cdcnorm.runtime.worker_python import worker_python
     from cdcnorm.simulate import Manifest
-    from cdcnorm.worker_python import worker_python
 
     execs = {"plain": sys.executable, "launcher": worker_python(sys.executable)}
     if execs["launcher"] == sys.executable:
-        print("no launcher here (cdcnorm.worker_python): nothing to compare")
+        print("no launcher here (cdcnorm.runtime.worker_python): nothing to compare")
         return 1
     print(f"launcher A/B: {execs}; load {os.getloadavg()}", flush=True)
     work = Path(args.work)

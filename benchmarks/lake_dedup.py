@@ -1,7 +1,7 @@
 """The cost of the per-lake duplicate check: 10 k new events into a 1 M-event lake against an empty lake.
 
 A lake of `--lake-events` canonical rows (default 1 M) of the same vendor, written by another run (a derived
-run through `cdcnorm.lake.write_run`), its source times spread over `--days` days (default 6) ending on the
+run through `cdcnorm.lake.derived.write_run`), its source times spread over `--days` days (default 6) ending on the
 newest day of the new events, so the new events' day partitions exist in the big lake and must be read. The
 new events are a simulated Datastream JSON workload (`--changes`, default 10 k). Each repetition copies the
 prepared lake (so every run meets the same 1 M rows), then times `cdcnorm.normalize` of the new events into
@@ -33,7 +33,7 @@ def big_lake(spark, path: str, events: int, newest: dt.datetime, days: int) -> N
     from pyspark.sql import functions as F
 
     from cdcnorm.canonical.schema import canonical_schema
-    from cdcnorm.lake import write_run
+    from cdcnorm.lake.derived import write_run
 
     span = days * 86400
     start = int(newest.timestamp()) - span + 1

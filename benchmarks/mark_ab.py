@@ -1,4 +1,4 @@
-"""A/B of the duplicate check (cdcnorm.lake_commit.mark_duplicates): id hashes only against the exact window over
+"""A/B of the duplicate check (cdcnorm.lake.dedup.mark_duplicates): id hashes only against the exact window over
 the full rows, alternating in one warm session on the same files.
 
 Each round normalizes the workload into a fresh lake once per side (order alternating), timing wall and CPU
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3, help="timed rounds per side (after one untimed warm-up round)")
     args = bench.parse_workload(p, argv)
     args.format = args.formats.split(",")[0]
-    import cdcnorm.pipeline as pipeline
+    import cdcnorm.ingest.pipeline as pipeline
 
     own = pipeline.MARK_BY_IDS_ROWS
     work = Path(args.work)

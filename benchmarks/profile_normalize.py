@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=2)
     args = bench.parse_workload(p, argv)
     vf = args.formats.split(",")[0]
-    from cdcnorm.session import get_spark
+    from cdcnorm.runtime.session import get_spark
 
     work = Path(args.work)
     root = bench.workload(work, vf, args.changes, args.tables, args.rows, args.seed, args.files)

@@ -1,7 +1,7 @@
 """The fixed cost of one small run: a 3-message file through `cdcnorm normalize`, cold and warm.
 
 1. Cold (issue 13's small-file figure): a new process runs `cdcnorm normalize FILE --lake L` (the command line,
-   JVM start included) against a new process that starts the same Spark session (`cdcnorm.session.get_spark`)
+   JVM start included) against a new process that starts the same Spark session (`cdcnorm.runtime.session.get_spark`)
    and writes 3 rows to Parquet: the least any Spark job costs. Alternating, `--repeat` times; the fastest of
    each and the median are reported as wall ratios (target <= 1.5x).
 2. Warm: in one process, after two untimed runs, `cdcnorm.normalize` of the same file into a fresh lake, with
@@ -28,15 +28,15 @@ TARGET_WALL, TARGET_JOBS = 1.5, 10
 
 COLD_SPARK = """
 import sys
-from cdcnorm.session import get_spark
+from cdcnorm.runtime.session import get_spark
 spark = get_spark(quiet=True)
 spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id long, v string").write.parquet(sys.argv[1])
 """
 
 WARM = """
 import json, sys, tempfile
-from cdcnorm.pipeline import normalize
-from cdcnorm.session import get_spark
+from cdcnorm.ingest.pipeline import normalize
+from cdcnorm.runtime.session import get_spark
 spark = get_spark(quiet=True)
 sc = spark.sparkContext
 for i in range(3):

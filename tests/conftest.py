@@ -31,7 +31,7 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
 
-# The command line's JVM class archive (cdcnorm.jvm_archive) of the tests' CLI subprocesses: shared by the suite's
+# The command line's JVM class archive (cdcnorm.runtime.jvm_archive) of the tests' CLI subprocesses: shared by the suite's
 # workers and runs, never the user's own cache.
 os.environ.setdefault("CDCNORM_JVM_ARCHIVE_DIR", os.path.join(tempfile.gettempdir(), "cdcnorm-tests-jvm-archive"))
 
@@ -90,7 +90,7 @@ or two modules while iterating is quicker with them."""
 def session_interprets() -> bool:
     """Whether the test session evaluates expressions with Spark's interpreter (the default of `make test`).
 
-    Why: the fast suite's inputs are all small, which is what `cdcnorm.small_runs` plans interpreted in
+    Why: the fast suite's inputs are all small, which is what `cdcnorm.runtime.small_runs` plans interpreted in
     production (normalize and apply already switch to it per run); the rest (reads, compare, cut-over, the tests'
     own oracles) compiled new Java source per query: 7 % of the suite's wall time in a back-to-back pair of runs
     (docs/testing.md, "The test session evaluates interpreted").
@@ -116,8 +116,8 @@ def codegen(spark):
 
 @pytest.fixture(scope="session")
 def spark():
-    from cdcnorm.session import get_spark
-    from cdcnorm.small_runs import INTERPRETED
+    from cdcnorm.runtime.session import get_spark
+    from cdcnorm.runtime.small_runs import INTERPRETED
 
     # Python workers must be able to import test-defined adapters (pickled by reference to this folder).
     tests_dir = str(Path(__file__).resolve().parent)

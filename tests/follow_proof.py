@@ -24,7 +24,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cdcnorm.lake import Lake
+from cdcnorm.lake.store import Lake
 from cdcnorm.simulate.feed import FeedPlan, land
 from lake_checks import cli_env, wait_group_gone
 
@@ -215,7 +215,7 @@ def follow_all(sim: str, lake: str, progress: str) -> None:
     """One follow query per simulated format (stream `e2e-<format>`, the options a user passes), in one JVM,
     until killed. Batches run one at a time across the queries (a lock around the batch pipeline): the proof
     is about crashes, and the test machine has two cores."""
-    from cdcnorm.session import get_spark
+    from cdcnorm.runtime.session import get_spark
     from cdcnorm.simulate import VENDOR_FORMATS, Manifest
     from cdcnorm.simulate.verify import options_for
     from cdcnorm.streaming import follow as follow_mod

@@ -13,9 +13,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdcnorm.canonical.schema import COLUMN_NAMES, SCHEMA_VERSION_COLUMNS
-from cdcnorm.fs import HadoopFS
-from cdcnorm.lake import new_run_id
-from cdcnorm.pipeline import normalize
+from cdcnorm.ingest.pipeline import normalize
+from cdcnorm.lake.store import new_run_id
+from cdcnorm.runtime.fs import HadoopFS
 
 AREAS = ("quarantine", "quarantine_resolved", "schemas")
 

@@ -28,7 +28,7 @@ def _clean(value: Any, root: str) -> Any:
 
 def lake_digest(spark, lake: str, root: str, reports: dict[str, dict]) -> dict[str, Any]:
     """The golden form of a lake: one line per canonical row, one entry per quarantine row, report counts."""
-    from cdcnorm.lake import Lake
+    from cdcnorm.lake.store import Lake
 
     lk = Lake(spark, lake)
     ch = lk.changes()

@@ -18,8 +18,8 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import cdcnorm.lake_commit as lake_commit
-from cdcnorm.lake import Lake
+import cdcnorm.lake.commit as lake_commit
+from cdcnorm.lake.store import Lake
 from conftest import ROOT
 
 VENDOR_FORMAT = "datastream-json"
@@ -55,7 +55,7 @@ class Crashed(BaseException):
 
 @contextlib.contextmanager
 def crash_points(action: Callable[[str], None]) -> Iterator[None]:
-    """Run `action(point)` at every crash point of cdcnorm.lake_commit while the block runs."""
+    """Run `action(point)` at every crash point of cdcnorm.lake.commit while the block runs."""
     saved = lake_commit.crash_point
     lake_commit.crash_point = action
     try:
@@ -83,7 +83,7 @@ class CliRun:
 
 QUICK_JIT_SUBMIT_ARGS = "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell"
 """How a test's short-lived follow process starts its JVM: C1 only, like the command line's small batch runs
-(cdcnorm.small_runs.SMALL_RUN_JVM_OPTIONS). `--follow` keeps the JVM's defaults for users (a long-lived process),
+(cdcnorm.runtime.small_runs.SMALL_RUN_JVM_OPTIONS). `--follow` keeps the JVM's defaults for users (a long-lived process),
 but a test's follow process lives seconds before it is killed, and C2 costs it more than it pays back (a small batch
 run of the command line: 42 s of CPU with C2, 26 s without). The JIT changes nothing a crash proof observes."""
 
@@ -92,7 +92,7 @@ def cli_env(crash_at_point: str | None = None, quick_jit: bool = False) -> dict[
     env = {k: v for k, v in os.environ.items() if k != "CDCNORM_CRASH_AT"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
     env["PYSPARK_PYTHON"] = sys.executable
-    # no class archive dump (cdcnorm.jvm_archive): a JVM writing one after the command exits would outlive it,
+    # no class archive dump (cdcnorm.runtime.jvm_archive): a JVM writing one after the command exits would outlive it,
     # and `run_normalize` asserts that nothing of the process group does
     env["CDCNORM_JVM_ARCHIVE"] = "off"
     if crash_at_point:

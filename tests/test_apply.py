@@ -198,7 +198,7 @@ def test_insert_update_delete(spark, applied):
 def test_split_table_stats_equal_the_one_aggregate_definition(spark, applied):
     """table_stats reads the images of UPDATE rows only (and in full only where needed): the same figures as the
     one aggregate over every image, whether the tables have schema versions or not."""
-    from cdcnorm.lake import Lake
+    from cdcnorm.lake.store import Lake
     from cdcnorm.state.plan import _finish, _full_stats, table_stats
     from cdcnorm.state.run import prepared
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 import cdcnorm
-from cdcnorm.lake import Lake
+from cdcnorm.lake.store import Lake
 from cdcnorm.state import observed, run
 from cdcnorm.state.bookmark import stats_json
 from cdcnorm.state.paths import CURRENT

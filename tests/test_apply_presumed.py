@@ -10,7 +10,7 @@ import orjson
 from tests.conftest import benchmark_module
 
 import cdcnorm
-from cdcnorm.lake import Lake
+from cdcnorm.lake.store import Lake
 from cdcnorm.state import presumed, run
 from cdcnorm.state import target as target_mod
 from cdcnorm.state.paths import CURRENT

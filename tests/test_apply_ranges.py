@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import cdcnorm
-from cdcnorm.lake import Lake
+from cdcnorm.lake.store import Lake
 from cdcnorm.state import ranges, run
 from cdcnorm.state.ranges import PREFIX_BYTES, QUANTILES, key_bounds, partition_id
 from conftest import benchmark_module

@@ -10,16 +10,17 @@ import datetime as dt
 import pytest
 from pyspark.sql import functions as F
 
-from cdcnorm import pairing_state, pipeline
 from cdcnorm.adapters import get_adapter
 from cdcnorm.canonical.emit import KIND_CHANGE, KIND_SCHEMA
 from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.schema import schema_versions_schema
-from cdcnorm.delta.read import read_files
-from cdcnorm.lake import Lake
-from cdcnorm.pairing_state import balance, balanced
-from cdcnorm.pipeline import normalize
-from cdcnorm.schema_rows import NAMES, as_text, from_text
+from cdcnorm.ingest import pairing as pairing_state
+from cdcnorm.ingest import pipeline
+from cdcnorm.ingest.pairing import balance, balanced
+from cdcnorm.ingest.pipeline import normalize
+from cdcnorm.ingest.schema_rows import NAMES, as_text, from_text
+from cdcnorm.lake.delta.read import read_files
+from cdcnorm.lake.store import Lake
 from conftest import SAMPLES
 
 FAR = SAMPLES / "datahub" / "blob" / "far_apart"

@@ -134,13 +134,13 @@ def test_failures_that_need_no_spark_come_before_spark_starts(name, tmp_path, mo
     """Usage errors and missing local lakes are found before a JVM would start (cf. commit 64a430a)."""
     from typer.testing import CliRunner
 
-    import cdcnorm.session
+    import cdcnorm.runtime.session
     from cdcnorm.cli import app
 
     def no_spark(*_a, **_k):
         raise AssertionError("Spark was started")
 
-    monkeypatch.setattr(cdcnorm.session, "get_spark", no_spark)
+    monkeypatch.setattr(cdcnorm.runtime.session, "get_spark", no_spark)
     _, code, message = FAILURES[name]
     res = CliRunner().invoke(app, _args(name, tmp_path))
     assert res.exit_code == code and message in res.output and "Spark was started" not in res.output

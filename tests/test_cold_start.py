@@ -1,4 +1,4 @@
-"""A cold command line's fixed costs: the JVM's class archive (cdcnorm.jvm_archive), the process exit without the
+"""A cold command line's fixed costs: the JVM's class archive (cdcnorm.runtime.jvm_archive), the process exit without the
 interpreter's teardown (cdcnorm.cli.exit), and a JVM that does not hold the command's piped stdout."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from cdcnorm import jvm_archive
-from cdcnorm.jvm_archive import DYNAMIC_MAGIC, STALE_SECONDS, jvm_options
+from cdcnorm.runtime import jvm_archive
+from cdcnorm.runtime.jvm_archive import DYNAMIC_MAGIC, STALE_SECONDS, jvm_options
 from conftest import ROOT
 
 
@@ -89,7 +89,7 @@ def test_fast_exit_keeps_the_exit_code_output_and_atexit(case):
 
 PIPE_SCRIPT = """
 import subprocess, sys
-from cdcnorm.session import jvm_output_to_log
+from cdcnorm.runtime.session import jvm_output_to_log
 with jvm_output_to_log():
     child = subprocess.Popen(["sh", "-c", "echo child-out; echo child-err >&2; exec sleep 60"])
 print(child.pid, flush=True)
@@ -142,8 +142,8 @@ def test_the_run_modules_load_while_the_jvm_starts():
 WARM_SCRIPT = """
 import os, sys
 import pyarrow as pa
-from cdcnorm.session import get_spark
-from cdcnorm.sources import warm_workers
+from cdcnorm.runtime.session import get_spark
+from cdcnorm.ingest.sources import warm_workers
 
 def seen(batches):
     import sys

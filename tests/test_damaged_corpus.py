@@ -19,7 +19,7 @@ from cdcnorm.adapters import get_adapter
 from cdcnorm.adapters.base import FirstPass
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.schema import ERROR_CLASSES
-from cdcnorm.fs import skip_reason
+from cdcnorm.runtime.fs import skip_reason
 from decoded import rows_of
 
 VENDORS = sorted(damaged_corpus.CASES)

@@ -843,7 +843,7 @@ def test_redelivery_is_deduplicated(spark):
 @pytest.mark.slow  # over 20 s under load: `make test-slow` keeps it; the fast suite stays under 10 min
 def test_csv_export_without_types_is_quarantined_then_retried(spark, lake_path):
     import cdcnorm
-    from cdcnorm.retry import retry_quarantine
+    from cdcnorm.ingest.retry import retry_quarantine
 
     first = cdcnorm.normalize([str(EXPORT)], "datahub", spark=spark, lake=lake_path)
     assert first.report["outcomes"]["quarantined"] == 5

@@ -28,7 +28,7 @@ from cdcnorm.containers.json_records import (
     loads_exact_reference,
     loads_wide_ints,
 )
-from cdcnorm.sources import GC_YOUNG, fewer_collections
+from cdcnorm.ingest.sources import GC_YOUNG, fewer_collections
 
 
 def _outcome(fn, data):

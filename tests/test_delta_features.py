@@ -7,8 +7,8 @@ from deltalake import Schema
 from deltalake.transaction import create_table_with_add_actions
 from pyspark.sql.types import StringType, StructField, StructType
 
-from cdcnorm.delta.table import DeltaTableRef
 from cdcnorm.errors import LakeError
+from cdcnorm.lake.delta.table import DeltaTableRef
 
 SCHEMA = StructType([StructField("a", StringType(), True)])
 

@@ -25,8 +25,8 @@ import pytest
 
 import cdcnorm
 import delta_replay
-from cdcnorm.lake import Lake
-from cdcnorm.lake_tables import COMMIT_ORDER
+from cdcnorm.lake.store import Lake
+from cdcnorm.lake.tables import COMMIT_ORDER
 from conftest import SAMPLES
 
 TABLES = COMMIT_ORDER  # schemas, quarantine, quarantine_resolved, halves, changes, runs
@@ -195,9 +195,9 @@ TRICKY = ["plain", "a b", "x:y", "50%", "%41", "a=b", "a/b", "1+1", "é€", "ta
 
 
 def test_escaped_partition_values_read_the_same_everywhere(spark, duck, tmp_path):
-    from cdcnorm.delta.files import write_files
-    from cdcnorm.delta.read import read_table
-    from cdcnorm.delta.table import DeltaTableRef
+    from cdcnorm.lake.delta.files import write_files
+    from cdcnorm.lake.delta.read import read_table
+    from cdcnorm.lake.delta.table import DeltaTableRef
 
     schema = "id long, p string"
     table = DeltaTableRef(str(tmp_path / "t"), spark.createDataFrame([], schema).schema, ("p",))
@@ -220,8 +220,8 @@ def test_escaped_partition_values_read_the_same_everywhere(spark, duck, tmp_path
 def test_footer_statistics_equal_the_spark_aggregation(spark, tmp_path):
     """Local writes take their add actions' statistics from the Parquet footers (no Spark job): they must be the
     figures Spark's own aggregation over the same files gives (as remote tables still use)."""
-    from cdcnorm.delta.files import _relative, _stat_adds, write_files
-    from cdcnorm.delta.table import DeltaTableRef
+    from cdcnorm.lake.delta.files import _relative, _stat_adds, write_files
+    from cdcnorm.lake.delta.table import DeltaTableRef
 
     schema = "p string, s string, big string, ts timestamp, ntz timestamp_ntz, d date, n long, gone string"
     table = DeltaTableRef(str(tmp_path / "t"), spark.createDataFrame([], schema).schema, ("p",))

@@ -11,8 +11,8 @@ from collections import Counter
 import pytest
 
 import cdcnorm
-from cdcnorm.pipeline import normalize
-from cdcnorm.retry import retry_quarantine
+from cdcnorm.ingest.pipeline import normalize
+from cdcnorm.ingest.retry import retry_quarantine
 from cdcnorm.simulate import QUIRKS, VENDOR_FORMATS, simulate
 from cdcnorm.simulate.verify import applied_rows, check_format, options_for, token
 from cdcnorm.simulate.verify_steps import as_of_points, check_as_of, check_history, steps_of

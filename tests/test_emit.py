@@ -11,8 +11,8 @@ from pyspark.sql.types import VariantVal
 from cdcnorm.canonical import tuple_codec, variant
 from cdcnorm.canonical.emit import BatchBuilder, event_id_of
 from cdcnorm.canonical.record import Change
-from cdcnorm.fs import FileEntry
-from cdcnorm.sources import pack_files
+from cdcnorm.ingest.sources import pack_files
+from cdcnorm.runtime.fs import FileEntry
 
 ROW = {
     "id": 7, "name": "Zoë 中文", "balance": Decimal("-1234.50"), "score": 1.5, "active": True, "avatar": b"\x00\x01",

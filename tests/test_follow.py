@@ -17,8 +17,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
 
 from cdcnorm.canonical.schema import COLUMN_NAMES
-from cdcnorm.lake import Lake
-from cdcnorm.pipeline import normalize
+from cdcnorm.ingest.pipeline import normalize
+from cdcnorm.lake.store import Lake
 from cdcnorm.streaming import follow as follow_mod
 from cdcnorm.streaming.follow import follow, follow_folder, start_follow
 from cdcnorm.streaming.paths_source import PathsStreamReader, batch_entries, paths_stream
@@ -203,7 +203,7 @@ def test_batch_committed_before_checkpoint_is_skipped_on_restart(spark, tmp_path
 
 
 def test_batch_with_pending_intent_is_completed_not_rerun(spark, tmp_path, monkeypatch):
-    from cdcnorm import lake_commit
+    from cdcnorm.lake import commit as lake_commit
 
     src, lake = tmp_path / "in", str(tmp_path / "lake")
     drop(FIRST, src)
@@ -292,7 +292,7 @@ def test_replicate_file_stream_naming_is_refused(spark, tmp_path):
 
 
 KILL_POINTS = ("written", "intent", "committed:changes", "committed:runs")
-FOLLOW_ONCE = ("import sys; from cdcnorm.streaming.follow import follow; from cdcnorm.session import get_spark; "
+FOLLOW_ONCE = ("import sys; from cdcnorm.streaming.follow import follow; from cdcnorm.runtime.session import get_spark; "
                "follow([sys.argv[1]], 'datastream', sys.argv[2], spark=get_spark('local[1]', quiet=True), "
                "settle_seconds=0)")
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from cdcnorm.lake import Lake
-from cdcnorm.pipeline import normalize
+from cdcnorm.ingest.pipeline import normalize
+from cdcnorm.lake.store import Lake
 from cdcnorm.simulate import VENDOR_FORMATS
 from cdcnorm.simulate.feed import prepare
 from cdcnorm.simulate.verify import check_format, options_for, stream_of

@@ -13,11 +13,11 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from cdcnorm.canonical.schema import COLUMN_NAMES
-from cdcnorm.delta.table import DeltaTableRef
 from cdcnorm.errors import UsageError
-from cdcnorm.lake import MARKER, Lake
-from cdcnorm.lake_tables import specs
-from cdcnorm.pipeline import normalize
+from cdcnorm.ingest.pipeline import normalize
+from cdcnorm.lake.delta.table import DeltaTableRef
+from cdcnorm.lake.store import MARKER, Lake
+from cdcnorm.lake.tables import specs
 from cdcnorm.streaming.follow import Limits, follow, normalize_once, start_follow, start_follow_messages
 from cdcnorm.streaming.paths_source import PathsStreamReader
 from conftest import SAMPLES

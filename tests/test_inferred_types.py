@@ -19,7 +19,7 @@ import cdcnorm
 from cdcnorm.canonical.inferred import ColumnSummary, fold_versions, widen_over_tables
 from cdcnorm.canonical.schema import schema_versions_schema
 from cdcnorm.errors import UsageError
-from cdcnorm.lake import Lake
+from cdcnorm.lake.store import Lake
 from cdcnorm.state.hints import parse_hints
 from cdcnorm.state.schema_cache import folded_schemas
 from cdcnorm.state.types import widens

@@ -69,7 +69,7 @@ def old_lake(spark, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def upgraded(spark, old_lake):
-    from cdcnorm.lake_admin.upgrade import upgrade
+    from cdcnorm.lake.admin.upgrade import upgrade
 
     path = str(old_lake["root"] / "upgraded")
     shutil.copytree(old_lake["pristine"], path)
@@ -102,7 +102,7 @@ def test_upgrade_registers_the_old_files_and_reads_the_same_rows(spark, old_lake
     assert cdcnorm.read_quarantine(spark, path, include_resolved=True).count() == len(old_lake["qids"])
     assert cdcnorm.read_schemas(spark, path).count() > 0
     # reports are readable, and the old layout's leftovers were listed, not registered
-    from cdcnorm.lake import Lake
+    from cdcnorm.lake.store import Lake
 
     lk = Lake(spark, path)
     assert lk.committed_runs() == f1.committed_runs(old_lake["pristine"])
@@ -115,8 +115,8 @@ def test_upgrade_registers_the_old_files_and_reads_the_same_rows(spark, old_lake
 
 
 def test_upgrade_again_changes_nothing_and_a_crashed_upgrade_finishes(spark, old_lake, upgraded, monkeypatch):
-    from cdcnorm.lake import Lake
-    from cdcnorm.lake_admin import upgrade as up
+    from cdcnorm.lake.admin import upgrade as up
+    from cdcnorm.lake.store import Lake
 
     versions = {n: t.version() for n, t in Lake(spark, upgraded["path"]).tables.items()}
     assert not up.upgrade(spark, upgraded["path"]).upgraded
@@ -142,7 +142,7 @@ def test_upgrade_again_changes_nothing_and_a_crashed_upgrade_finishes(spark, old
 
 @pytest.mark.slow  # a normalize and an apply: ~20 s
 def test_upgraded_lake_takes_new_runs_and_apply(spark, old_lake, tmp_path):
-    from cdcnorm.lake_admin.upgrade import upgrade
+    from cdcnorm.lake.admin.upgrade import upgrade
 
     path = str(tmp_path / "lake")
     shutil.copytree(old_lake["pristine"], path)
@@ -155,9 +155,9 @@ def test_upgraded_lake_takes_new_runs_and_apply(spark, old_lake, tmp_path):
 
 
 def test_check_is_clean_after_upgrade_and_finds_planted_problems(spark, upgraded, tmp_path):
-    from cdcnorm.delta.files import file_adds
-    from cdcnorm.lake import Lake
-    from cdcnorm.lake_admin.check import check
+    from cdcnorm.lake.admin.check import check
+    from cdcnorm.lake.delta.files import file_adds
+    from cdcnorm.lake.store import Lake
 
     path = str(tmp_path / "lake")
     shutil.copytree(upgraded["path"], path)
@@ -181,7 +181,7 @@ def test_check_is_clean_after_upgrade_and_finds_planted_problems(spark, upgraded
     with open(os.path.join(path, "_commits", "PENDING.json"), "w") as fh:
         fh.write("{}")
     # readers use the cut: move it past the planted commit like any later run would
-    from cdcnorm.lake_commit import append_run_rows
+    from cdcnorm.lake.commit import append_run_rows
 
     append_run_rows(lk.table("runs"), [{"run_id": "ZZ", "records_read": 1, "outcomes": {"emitted": 2}}],
                 {n: lk.table(n).version() for n in ("schemas", "quarantine", "quarantine_resolved", "changes")},
@@ -201,9 +201,9 @@ def test_check_is_clean_after_upgrade_and_finds_planted_problems(spark, upgraded
 
 
 def test_maintain_compacts_checkpoints_and_vacuums_only_old_files(spark, upgraded, tmp_path):
-    from cdcnorm.lake import Lake
-    from cdcnorm.lake_admin.check import check
-    from cdcnorm.lake_admin.maintain import maintain
+    from cdcnorm.lake.admin.check import check
+    from cdcnorm.lake.admin.maintain import maintain
+    from cdcnorm.lake.store import Lake
 
     path = str(tmp_path / "lake")
     shutil.copytree(upgraded["path"], path)

@@ -19,9 +19,9 @@ from pyspark.sql import functions as F
 
 from cdcnorm.canonical.emit import KIND_CHANGE
 from cdcnorm.canonical.emit import Bookkeeping as B
-from cdcnorm.delta.table import Conflict, DeltaTableRef
-from cdcnorm.lake import Lake
-from cdcnorm.pipeline import normalize
+from cdcnorm.ingest.pipeline import normalize
+from cdcnorm.lake.delta.table import Conflict, DeltaTableRef
+from cdcnorm.lake.store import Lake
 from lake_checks import (
     VENDOR,
     check_lake,
@@ -34,7 +34,7 @@ from lake_checks import (
 # A normalize subprocess that waits at the `intent` point until the other one has reached it too (marker files).
 BARRIER_MAIN = """
 import os, sys, time
-import cdcnorm.lake_commit as lake_commit
+import cdcnorm.lake.commit as lake_commit
 mine, other = sys.argv[1], sys.argv[2]
 def barrier(name):
     if name == "intent":

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cdcnorm.lake import Lake
-from cdcnorm.pipeline import normalize
+from cdcnorm.ingest.pipeline import normalize
+from cdcnorm.lake.store import Lake
 from lake_checks import (
     VENDOR,
     check_lake,

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from cdcnorm.fs import HadoopFS
-from cdcnorm.lake_lock import LOCK, LakeBusy, holds_lock, taken_over, writer_lock
+from cdcnorm.lake.lock import LOCK, LakeBusy, holds_lock, taken_over, writer_lock
+from cdcnorm.runtime.fs import HadoopFS
 from conftest import SAMPLES
 
 
@@ -58,8 +58,8 @@ def test_lock_refuses_a_live_holder_takes_over_a_dead_one_and_releases(spark, tm
 
 def test_apply_and_quarantine_retry_are_refused_while_another_host_holds_the_lock(spark, tmp_path):
     import cdcnorm
-    from cdcnorm.lake import Lake
-    from cdcnorm.retry import retry_quarantine
+    from cdcnorm.ingest.retry import retry_quarantine
+    from cdcnorm.lake.store import Lake
 
     lake = tmp_path / "lake"
     Lake(spark, str(lake), create=True)
@@ -79,7 +79,7 @@ def test_apply_and_quarantine_retry_are_refused_while_another_host_holds_the_loc
 def test_normalize_commits_while_another_writer_holds_the_lock(spark, tmp_path):
     """normalize does not take the writer lock: a lock held by a live process does not stop it."""
     import cdcnorm
-    from cdcnorm.lake import Lake
+    from cdcnorm.lake.store import Lake
 
     lake = tmp_path / "lake"
     Lake(spark, str(lake), create=True)

@@ -9,8 +9,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import VariantType
 
 import cdcnorm
-import cdcnorm.pipeline as pipeline
-from cdcnorm.lake_commit import mark_duplicates
+import cdcnorm.ingest.pipeline as pipeline
+from cdcnorm.lake.dedup import mark_duplicates
 from cdcnorm.simulate import VENDOR_FORMATS, simulate
 
 ORIGIN = "struct<uri:string,partition:string,offset:bigint,index:bigint>"

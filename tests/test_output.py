@@ -99,7 +99,7 @@ def cli(spark, monkeypatch):
 @pytest.mark.slow
 def test_normalize_and_quarantine_list_print_full_names_and_numbers_when_piped(cli, spark, tmp_path):
 
-    from cdcnorm.lake import read_quarantine
+    from cdcnorm.lake.store import read_quarantine
 
     lake = tmp_path / "a-lake-folder-whose-path-is-long-enough-to-be-cut-at-eighty-columns" / "lake"
     res = cli("normalize", str(SAMPLES / "datastream" / "broken"), "--lake", str(lake), "--stream", LONG_STREAM)

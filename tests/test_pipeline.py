@@ -13,7 +13,7 @@ import cdcnorm
 from cdcnorm.adapters.base import Adapter
 from cdcnorm.canonical.record import Change
 from cdcnorm.errors import DecodeError, UsageError
-from cdcnorm.lake import Lake
+from cdcnorm.lake.store import Lake
 
 
 class LinesAdapter(Adapter):
@@ -135,7 +135,7 @@ def test_crashed_run_leaves_lake_readable(spark, inputs, lake_path, monkeypatch)
 
     # A writer that died between two commits (quarantine committed, changes and report not): the next
     # writer completes it from its intent file, and nothing is committed twice.
-    import cdcnorm.lake_commit as lc
+    import cdcnorm.lake.commit as lc
 
     class Died(BaseException):
         pass
@@ -165,7 +165,7 @@ def test_messages_dataframe_and_column_map(spark):
         [(b'{"op":"i","id":5,"v":1,"seq":3}', 7, "2024-01-01 00:00:00"), (b"nope", 8, "2024-01-01 00:00:01")],
         "body binary, sequenceNumber long, enqueuedTime string",
     ).withColumn("partition", F.lit(0))
-    res = cdcnorm.normalize(df, LinesAdapter(), spark=spark, column_map=cdcnorm.sources.EVENT_HUBS_COLUMNS)
+    res = cdcnorm.normalize(df, LinesAdapter(), spark=spark, column_map=cdcnorm.ingest.sources.EVENT_HUBS_COLUMNS)
     assert res.report["outcomes"]["emitted"] == 1 and res.report["outcomes"]["quarantined"] == 1
     q = res.quarantine.collect()[0]
     assert q.origin.offset == "8" and q.origin.partition == "0" and bytes(q.raw) == b"nope"
@@ -181,7 +181,7 @@ def test_quarantine_retry_resolves(spark, tmp_path, lake_path):
     path = _write(tmp_path / "r.jsonl", ['{"op":"i","id":1,"v":1,"seq":1}', '{"op":"i","id":2,"v":1,"seq":2}'])
     cdcnorm.normalize(path, Strict(), spark=spark, lake=lake_path)
     assert cdcnorm.read_quarantine(spark, lake_path).count() == 1
-    from cdcnorm.pipeline import normalize
+    from cdcnorm.ingest.pipeline import normalize
 
     pending = cdcnorm.read_quarantine(spark, lake_path)
     batch = pending.select(F.col("raw").alias("value"), "origin")

@@ -870,7 +870,7 @@ def test_normalize_kafka_dataframe_with_md_in_another_partition(spark):
 
 def test_quarantine_retry_after_the_metadata_arrives(spark, lake_path):
     import cdcnorm
-    from cdcnorm.retry import retry_quarantine
+    from cdcnorm.ingest.retry import retry_quarantine
 
     first = cdcnorm.normalize([str(CUSTOMERS_DT)], "replicate", spark=spark, lake=lake_path)
     assert first.report["outcomes"]["quarantined"] == 2
@@ -895,7 +895,7 @@ def test_normalize_event_hubs_connector_dataframe(spark):
     from fastavro import reader
 
     import cdcnorm
-    from cdcnorm.sources import EVENT_HUBS_COLUMNS
+    from cdcnorm.ingest.sources import EVENT_HUBS_COLUMNS
 
     with ORDERS_AVRO.open("rb") as fh:
         events = [

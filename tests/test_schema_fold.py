@@ -1,5 +1,5 @@
-"""The driver's schema-version fold (cdcnorm.schema_fold, used by every run with a lake) gives the rows the Spark
-fold gives (cdcnorm.canonical.inferred.fold_versions, cdcnorm.schema_rows.new_schema_rows), against an empty lake
+"""The driver's schema-version fold (cdcnorm.ingest.schema_fold, used by every run with a lake) gives the rows the Spark
+fold gives (cdcnorm.canonical.inferred.fold_versions, cdcnorm.ingest.schema_rows.new_schema_rows), against an empty lake
 and against a lake holding some of the versions."""
 
 from __future__ import annotations
@@ -9,10 +9,8 @@ from pyspark.sql import functions as F
 
 from cdcnorm.canonical.emit import KIND_SCHEMA
 from cdcnorm.canonical.emit import Bookkeeping as B
-from cdcnorm.delta.files import write_arrow, write_files
-from cdcnorm.lake import Lake
-from cdcnorm.schema_fold import from_text as row_of
-from cdcnorm.schema_rows import (
+from cdcnorm.ingest.schema_fold import from_text as row_of
+from cdcnorm.ingest.schema_rows import (
     NAMES,
     _stored,
     as_text,
@@ -22,6 +20,8 @@ from cdcnorm.schema_rows import (
     schema_rows,
     to_arrow,
 )
+from cdcnorm.lake.delta.files import write_arrow, write_files
+from cdcnorm.lake.store import Lake
 
 _TYPES = ("name", "vendor_type", "canonical_type", "ordinal", "pk_position", "nullable")
 

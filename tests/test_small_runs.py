@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdcnorm.small_runs import (
+from cdcnorm.runtime.small_runs import (
     INTERPRETED,
     INTERPRETED_RUN_BYTES,
     SMALL_RUN_BYTES,
@@ -49,7 +49,7 @@ def test_jvm_options_only_for_small_local_input(tmp_path, monkeypatch):
     (tmp_path / "a" / "f.jsonl").write_bytes(b"x" * 1000)
     monkeypatch.setenv("CDCNORM_JVM_ARCHIVE_DIR", str(tmp_path / "jvm"))
     with_archive = jvm_conf_for([str(tmp_path)])["spark.driver.extraJavaOptions"]
-    assert with_archive.startswith(SMALL_RUN_JVM_OPTIONS + " -XX:ArchiveClassesAtExit=")  # cdcnorm.jvm_archive
+    assert with_archive.startswith(SMALL_RUN_JVM_OPTIONS + " -XX:ArchiveClassesAtExit=")  # cdcnorm.runtime.jvm_archive
     monkeypatch.setenv("CDCNORM_JVM_ARCHIVE", "off")
     assert jvm_conf_for([str(tmp_path)]) == {"spark.driver.extraJavaOptions": SMALL_RUN_JVM_OPTIONS}
     assert jvm_conf_for(["gs://bucket/folder"]) == {}
@@ -74,8 +74,8 @@ def _applied(spark, lake: str, group: str) -> tuple[set[str], int]:
 
 def test_a_small_lake_is_applied_as_a_small_run(codegen, tmp_path, monkeypatch):
     """The same state through the small-run plan (interpreted, no AQE) as through the session's (generated code)."""
-    from cdcnorm.lake import Lake
-    from cdcnorm.pipeline import normalize
+    from cdcnorm.ingest.pipeline import normalize
+    from cdcnorm.lake.store import Lake
     from cdcnorm.state.build import small_apply_bytes
     from conftest import SAMPLES
 
@@ -99,7 +99,7 @@ def test_generated_code_and_the_interpreter_normalize_alike(codegen, monkeypatch
     same rows and report."""
     from pyspark.sql import functions as F
 
-    from cdcnorm.pipeline import normalize
+    from cdcnorm.ingest.pipeline import normalize
     from conftest import SAMPLES
 
     def run() -> tuple[set[str], dict]:

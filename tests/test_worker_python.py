@@ -1,5 +1,5 @@
 """The Python workers of cdcnorm's local session import the installed pyspark, not Spark's zip of it
-(cdcnorm.worker_python): same code, compiled once instead of at every worker start."""
+(cdcnorm.runtime.worker_python): same code, compiled once instead of at every worker start."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from cdcnorm.worker_python import launcher_text, spark_zips, worker_python
+from cdcnorm.runtime.worker_python import launcher_text, spark_zips, worker_python
 
 pytestmark = pytest.mark.skipif(os.name != "posix" or not spark_zips(), reason="pip's pyspark on POSIX only")
 

@@ -19,11 +19,11 @@ def __getattr__(name: str):
 
         return apply
     if name == "normalize":
-        from cdcnorm.pipeline import normalize
+        from cdcnorm.ingest.pipeline import normalize
 
         return normalize
     if name in ("read_changes", "read_quarantine", "read_schemas"):
-        from cdcnorm import lake
+        from cdcnorm.lake import store
 
-        return getattr(lake, name)
+        return getattr(store, name)
     raise AttributeError(name)

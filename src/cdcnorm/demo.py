@@ -24,7 +24,7 @@ OLD, NEW = "replicate", "datastream"
 def normalize_samples(spark, samples: Path, lake: str) -> list[dict]:
     """Normalize `samples/<vendor>/` for every registered vendor that has samples; return the run reports."""
     from cdcnorm.adapters import available, spec
-    from cdcnorm.pipeline import normalize
+    from cdcnorm.ingest.pipeline import normalize
 
     reports = []
     for vendor in available():
@@ -85,9 +85,9 @@ def migration_demo(spark, root: Path, console: Console = console) -> int:
 
     from cdcnorm.cli.compare import print_summary
     from cdcnorm.cli.cutover import print_cutover
+    from cdcnorm.ingest.pipeline import normalize
     from cdcnorm.migrate import compare, write_reports
     from cdcnorm.migrate.cutover import cutover
-    from cdcnorm.pipeline import normalize
     from cdcnorm.simulate import VENDOR_FORMATS, simulate
 
     work = root / "demo-migration"
@@ -112,8 +112,8 @@ def migration_demo(spark, root: Path, console: Console = console) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from cdcnorm.lake import Lake
-    from cdcnorm.session import get_spark
+    from cdcnorm.lake.store import Lake
+    from cdcnorm.runtime.session import get_spark
 
     argv = argv if argv is not None else sys.argv[1:]
     root = Path(argv[0] if argv else ".").resolve()

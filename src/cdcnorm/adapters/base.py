@@ -199,11 +199,11 @@ class Adapter:
 
     waiting_roles: ClassVar[tuple[str, ...]] = ()
     """Pair roles (`_pair_role`, before any `/`) of halves that, alone, wait for their partner across runs
-    (cdcnorm.pairing_state); empty: the adapter's halves never wait."""
+    (cdcnorm.ingest.pairing); empty: the adapter's halves never wait."""
 
     def paired_event_ids(self, pair: Column) -> Column:
         """Event ids the rows made from one pair of halves (`_pair`) can have, when they differ from the halves'
-        own ids: such rows replace (`supersedes`) an orphan half emitted earlier (cdcnorm.pairing_state)."""
+        own ids: such rows replace (`supersedes`) an orphan half emitted earlier (cdcnorm.ingest.pairing)."""
         return F.array().cast("array<string>")
 
     def stream_name(self, found: str | None, fallback: str) -> str:

@@ -35,8 +35,8 @@ def apply_command(lake: str, tables: list[str] | None, master: str | None, full:
                   column_type: list[str] | None = None, column_types: str | None = None) -> int:
     """`cdcnorm apply --lake LAKE [--table T ...] [--full] [--history] [--as-of X] [--column-type T.C=TYPE ...]`:
     write tables and list them."""
-    from cdcnorm.session import get_spark
-    from cdcnorm.small_runs import jvm_conf_for
+    from cdcnorm.runtime.session import get_spark
+    from cdcnorm.runtime.small_runs import jvm_conf_for
     from cdcnorm.state import CURRENT, INDEX, apply
     from cdcnorm.state.hints import parse_hints
 

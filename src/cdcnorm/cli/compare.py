@@ -32,7 +32,7 @@ def compare_command(left: str, right: str, left_vendor: str | None, right_vendor
     """Run the comparison, print the summary, write the reports: 0 when every table is equal, 1 when not."""
     from cdcnorm.migrate import compare as run_compare
     from cdcnorm.migrate import write_reports
-    from cdcnorm.session import get_spark
+    from cdcnorm.runtime.session import get_spark
 
     check_lakes_exist(left, right)
     console = default_console

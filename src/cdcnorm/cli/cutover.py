@@ -30,7 +30,7 @@ def cutover_command(old: str, old_vendor: str | None, new: str, new_vendor: str 
                     at: str | None, stream: str | None, master: str | None) -> int:
     """Choose the switch points and write the stitched stream: 0 written, 1 refused (reasons printed)."""
     from cdcnorm.migrate.cutover import check_stream_name, cutover, parse_at
-    from cdcnorm.session import get_spark
+    from cdcnorm.runtime.session import get_spark
 
     parse_at(at)
     check_stream_name(stream or "cutover")

@@ -20,8 +20,8 @@ def lake_upgrade(lake: LakeOpt, master: MasterOpt = None) -> None:
     """Turn a format-1 lake (Parquet folders) into a format-2 lake (Delta tables); no data file is rewritten."""
 
     def run() -> int:
-        from cdcnorm.lake_admin.upgrade import upgrade
-        from cdcnorm.session import get_spark
+        from cdcnorm.lake.admin.upgrade import upgrade
+        from cdcnorm.runtime.session import get_spark
 
         check_lakes_exist(lake)
         with console.status("registering the lake's files in Delta tables"):
@@ -54,8 +54,8 @@ def lake_check(lake: LakeOpt, master: MasterOpt = None,
     Exit 0 when clean, 1 when a problem is found."""
 
     def run() -> int:
-        from cdcnorm.lake_admin.check import check, to_json
-        from cdcnorm.session import get_spark
+        from cdcnorm.lake.admin.check import check, to_json
+        from cdcnorm.runtime.session import get_spark
 
         check_lakes_exist(lake)
         res = check(get_spark(master, quiet=True), lake)
@@ -93,8 +93,8 @@ def lake_maintain(
     """Compact small files, checkpoint the logs, vacuum old unreferenced files and stale staging folders."""
 
     def run() -> int:
-        from cdcnorm.lake_admin.maintain import maintain
-        from cdcnorm.session import get_spark
+        from cdcnorm.lake.admin.maintain import maintain
+        from cdcnorm.runtime.session import get_spark
 
         check_lakes_exist(lake)
         with console.status("maintaining the lake's tables"):

@@ -54,7 +54,7 @@ def normalize(
     """Normalize vendor CDC files into canonical change records in LAKE."""
 
     def run() -> int:
-        from cdcnorm.session import get_spark
+        from cdcnorm.runtime.session import get_spark
 
         options = parse_pairs(option, "--option")
         if stream:
@@ -68,7 +68,7 @@ def normalize(
                            trigger=trigger_seconds, settle_seconds=settle_seconds,
                            max_files_per_trigger=max_files_per_trigger, max_bytes_per_trigger=max_bytes_per_trigger,
                            pair_wait_seconds=DEFAULT_PAIR_WAIT_SECONDS if pair_wait is None else pair_wait)
-        from cdcnorm.small_runs import jvm_conf_for
+        from cdcnorm.runtime.small_runs import jvm_conf_for
 
         with console.status("starting Spark") as status:
             small = jvm_conf_for(inputs)
@@ -103,7 +103,7 @@ def _follow(inputs: list[str], vendor: str | None, lake: str, options: dict[str,
 
     import orjson
 
-    from cdcnorm.session import get_spark
+    from cdcnorm.runtime.session import get_spark
     from cdcnorm.streaming.follow import BatchProgress, refuse_file_streams, run_restarting, start_follow
 
     if vendor:
@@ -158,14 +158,14 @@ def importing_meanwhile(module: str) -> Iterator[None]:
 def warming_workers(spark: Any, vendor: str | None, options: dict[str, Any]) -> None:
     """Start Spark's Python workers in a thread while the batch query starts (its source's planner and runner,
     the offsets, the checkpoint: seconds in which the decode's worker would otherwise not exist yet), with the
-    decode's modules imported (`cdcnorm.sources.warm_workers`): the run's first decode task finds a worker
+    decode's modules imported (`cdcnorm.ingest.sources.warm_workers`): the run's first decode task finds a worker
     ready instead of starting the daemon and importing. A small local run only (the command line's small-run
     JVM), where those seconds are a large share; it never fails the command. `CDCNORM_WARM_WORKERS=0` turns it
     off."""
     def warm() -> None:
         with contextlib.suppress(Exception):
             from cdcnorm.adapters import get_adapter
-            from cdcnorm.sources import warm_workers
+            from cdcnorm.ingest.sources import warm_workers
 
             modules = (type(get_adapter(vendor, options)).__module__,) if vendor else ()
             spark.sparkContext.setJobDescription("cdcnorm: starting the Python workers")
@@ -178,7 +178,7 @@ def _check_before_spark(inputs: list[str], vendor: str | None, options: dict[str
     """Usage errors that need no Spark are reported before a JVM starts (seconds saved, same message)."""
     from cdcnorm.adapters import get_adapter
     from cdcnorm.errors import UsageError
-    from cdcnorm.fs import is_local, local_path
+    from cdcnorm.runtime.fs import is_local, local_path
 
     if vendor:
         get_adapter(vendor, options)

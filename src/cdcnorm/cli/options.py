@@ -31,8 +31,8 @@ def parse_pairs(pairs: list[str] | None, what: str) -> dict[str, Any]:
 
 def check_lakes_exist(*lakes: str) -> None:
     """A local lake that is not there fails before Spark starts, with the message the lake itself gives."""
-    from cdcnorm.fs import is_local, local_path
-    from cdcnorm.lake import MARKER, missing_lake
+    from cdcnorm.lake.store import MARKER, missing_lake
+    from cdcnorm.runtime.fs import is_local, local_path
 
     for lake in lakes:
         if is_local(lake) and not os.path.exists(os.path.join(local_path(lake), MARKER)):

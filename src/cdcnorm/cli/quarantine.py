@@ -22,8 +22,8 @@ def quarantine_list(lake: LakeOpt, master: MasterOpt = None,
     def run() -> int:
         from pyspark.sql import functions as F
 
-        from cdcnorm.lake import read_quarantine
-        from cdcnorm.session import get_spark
+        from cdcnorm.lake.store import read_quarantine
+        from cdcnorm.runtime.session import get_spark
 
         check_lakes_exist(lake)
         q = read_quarantine(get_spark(master, quiet=True), lake, include_resolved=all_)
@@ -50,8 +50,8 @@ def quarantine_show(qid: Annotated[str, typer.Argument(help="Quarantine id (or a
         from pyspark.sql import functions as F
 
         from cdcnorm.errors import UsageError
-        from cdcnorm.lake import read_quarantine
-        from cdcnorm.session import get_spark
+        from cdcnorm.lake.store import read_quarantine
+        from cdcnorm.runtime.session import get_spark
 
         check_lakes_exist(lake)
         q = read_quarantine(get_spark(master, quiet=True), lake, include_resolved=True)
@@ -79,8 +79,8 @@ def quarantine_retry(lake: LakeOpt, vendor: Annotated[str | None, typer.Option("
     """Re-process quarantined records (after a fix or once missing metadata has arrived)."""
 
     def run() -> int:
-        from cdcnorm.retry import retry_quarantine
-        from cdcnorm.session import get_spark
+        from cdcnorm.ingest.retry import retry_quarantine
+        from cdcnorm.runtime.session import get_spark
 
         options = parse_pairs(option, "--option")
         check_lakes_exist(lake)

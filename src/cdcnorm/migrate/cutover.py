@@ -33,7 +33,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from cdcnorm.errors import UsageError
-from cdcnorm.lake import hashed_id, write_run
+from cdcnorm.lake.derived import hashed_id, write_run
 from cdcnorm.migrate.latency import side_overview
 from cdcnorm.migrate.matching import (
     annotate_matched,

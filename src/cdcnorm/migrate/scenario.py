@@ -25,7 +25,8 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from cdcnorm.errors import UsageError
-from cdcnorm.lake import Lake, hashed_id, write_run
+from cdcnorm.lake.derived import hashed_id, write_run
+from cdcnorm.lake.store import Lake
 from cdcnorm.migrate.matching import from_us
 from cdcnorm.state.types import parse_inferred
 

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdcnorm.errors import UsageError
-from cdcnorm.lake import Lake
+from cdcnorm.lake.store import Lake
 
 DATA_ROW_OPS = ("INSERT", "UPDATE", "DELETE", "SNAPSHOT")
 

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdcnorm.pipeline import normalize
+from cdcnorm.ingest.pipeline import normalize
 from cdcnorm.simulate import VENDOR_FORMATS, Manifest, load_truth, simulate
 from cdcnorm.simulate.formats import FORMATS
 from cdcnorm.state import TableId, apply

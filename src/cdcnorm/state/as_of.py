@@ -11,8 +11,8 @@ import secrets
 
 from pyspark.sql import SparkSession
 
-from cdcnorm.delta.files import write_files
-from cdcnorm.delta.table import DeltaTableRef, delta_uri
+from cdcnorm.lake.delta.files import write_files
+from cdcnorm.lake.delta.table import DeltaTableRef, delta_uri
 from cdcnorm.state.build import apply
 from cdcnorm.state.paths import path_component, relative_path, table_path
 

@@ -3,7 +3,7 @@
 Why from the log and not from the live files: compaction (`cdcnorm lake maintain`) replaces live files with
 `dataChange=false` adds that hold rows already applied; only the `dataChange=true` adds of the versions after
 the bookmark are new changes. Files of a run whose report is not committed yet are invisible at the lake's cut
-(`cdcnorm.lake.Lake.read`), so they are carried in the bookmark as pending and taken once their run commits.
+(`cdcnorm.lake.store.Lake.read`), so they are carried in the bookmark as pending and taken once their run commits.
 When the range cannot be read exactly (log files cleaned, data files vacuumed, a `dataChange=true` remove),
 the caller rebuilds from scratch and says why.
 """
@@ -15,8 +15,8 @@ from urllib.parse import unquote
 
 import orjson
 
-from cdcnorm.lake import Lake
-from cdcnorm.lake_tables import run_of
+from cdcnorm.lake.store import Lake
+from cdcnorm.lake.tables import run_of
 
 
 @dataclass

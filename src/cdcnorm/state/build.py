@@ -19,9 +19,9 @@ from pyspark.sql import functions as F
 
 from cdcnorm.canonical.inferred import widen_over_tables
 from cdcnorm.errors import UsageError
-from cdcnorm.lake import Lake
-from cdcnorm.session import use_portable_parquet
-from cdcnorm.small_runs import interpreted_run_limit, planned_for
+from cdcnorm.lake.store import Lake
+from cdcnorm.runtime.session import use_portable_parquet
+from cdcnorm.runtime.small_runs import interpreted_run_limit, planned_for
 from cdcnorm.state import run
 from cdcnorm.state.hints import apply_hints, parse_hints
 from cdcnorm.state.index import build_summary, write_index
@@ -49,7 +49,7 @@ def apply(spark: SparkSession, lake: str, tables: list[str] | None = None, write
     with planned_for(spark, small_apply_bytes(lk)):
         if as_of is not None:
             return _compute(spark, lk, lake, tables, hints, as_of_filter(as_of))
-        with lk.writer("apply") if write else nullcontext():  # one writer per lake (cdcnorm.lake_lock)
+        with lk.writer("apply") if write else nullcontext():  # one writer per lake (cdcnorm.lake.lock)
             if not write:
                 return _compute(spark, lk, lake, tables, hints)
             return run.apply_lake(lk, tables, full=full, history=history, track_columns=track_columns, hints=hints)
@@ -59,7 +59,7 @@ def small_apply_bytes(lk: Lake) -> int | None:
     """The size of the lake's live changes files when it is at most the interpreted-run limit, else None.
 
     Why: an apply reads at most the lake's changes, and writes state no larger than them, so a lake this small
-    is applied as a small run (cdcnorm.small_runs: no AQE, interpreted expressions), where nearly all the cost
+    is applied as a small run (cdcnorm.runtime.small_runs: no AQE, interpreted expressions), where nearly all the cost
     was fixed: compiling each table's plans and the jobs AQE adds. A larger lake keeps the session's settings,
     even for a small increment, since an increment may rewrite large target files. The interpreted-run limit,
     not the small-run one: the lake holds compressed Parquet, several times denser than a normalize's input,

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from pyspark.sql import SparkSession
 
-from cdcnorm.lake import Lake
+from cdcnorm.lake.store import Lake
 from cdcnorm.state.paths import CURRENT, INDEX, relative_path
 from cdcnorm.state.plan import TablePlan
 from cdcnorm.state.types import widens

@@ -28,13 +28,13 @@ from pyspark.sql import Column, Observation
 from pyspark.sql import functions as F
 
 from cdcnorm.canonical.schema import OPS
-from cdcnorm.lake import reported_files
+from cdcnorm.lake.store import reported_files
 from cdcnorm.state.observed import OBSERVED
 from cdcnorm.state.plan import IDENT, IGNORED_OPS, ROW_OPS, _finish
 from cdcnorm.state.target import FILE_ROWS
 
 if TYPE_CHECKING:
-    from cdcnorm.lake import Lake
+    from cdcnorm.lake.store import Lake
     from cdcnorm.state.paths import TableId
 
 PRESUMED = "_presumed"

@@ -16,11 +16,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cdcnorm.canonical.schema import COLUMN_NAMES
-from cdcnorm.delta.read import read_files, read_table
 from cdcnorm.errors import UsageError
-from cdcnorm.fs import delete_file
-from cdcnorm.lake import Lake
-from cdcnorm.lake_tables import run_of
+from cdcnorm.lake.delta.read import read_files, read_table
+from cdcnorm.lake.store import Lake
+from cdcnorm.lake.tables import run_of
+from cdcnorm.runtime.fs import delete_file
 from cdcnorm.state import keyed
 from cdcnorm.state.batch import NotIncremental, new_files
 from cdcnorm.state.bookmark import combine, needs_rebuild, plan_json, stats_from_json, stats_json
@@ -62,7 +62,7 @@ from cdcnorm.state.types import OutputColumn
 from cdcnorm.state.write import output_schema, typed_keyless
 
 if TYPE_CHECKING:
-    from cdcnorm.delta.table import DeltaTableRef
+    from cdcnorm.lake.delta.table import DeltaTableRef
 
 
 class ApplyResult(dict):

@@ -18,13 +18,13 @@ import orjson
 
 from cdcnorm.canonical.inferred import fold_versions, widen_over_tables
 from cdcnorm.canonical.schema import SCHEMA_VERSION_COLUMNS
-from cdcnorm.delta.read import read_files
-from cdcnorm.lake import reported_files
+from cdcnorm.lake.delta.read import read_files
+from cdcnorm.lake.store import reported_files
 from cdcnorm.state.paths import CURRENT, TableId
 from cdcnorm.state.plan import IDENT, latest_schemas, matches
 
 if TYPE_CHECKING:
-    from cdcnorm.lake import Lake
+    from cdcnorm.lake.store import Lake
 
 CACHE = "_schemas.json"
 FORMAT = 1
@@ -32,7 +32,7 @@ FORMAT = 1
 
 def folded_schemas(lk: Lake, version: int, committed: set[str], tables: list[str] | None) -> dict[str, dict[str, Any]]:
     """:func:`cdcnorm.state.plan.latest_schemas` of the widened schema versions at `version` of the `schemas`
-    table (files of runs not in `committed` left out, as :meth:`cdcnorm.lake.Lake.read` at the cut), for the
+    table (files of runs not in `committed` left out, as :meth:`cdcnorm.lake.store.Lake.read` at the cut), for the
     selected `tables`; from the cache when its files are the same."""
     table = lk.table("schemas")
     files: list[str] = []

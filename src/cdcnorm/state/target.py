@@ -26,8 +26,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdcnorm.delta.files import written_adds
-from cdcnorm.delta.table import DeltaTableRef, delta_uri
+from cdcnorm.lake.delta.files import written_adds
+from cdcnorm.lake.delta.table import DeltaTableRef, delta_uri
 from cdcnorm.state.paths import TableId, table_path
 
 FILE_ROWS = 32_768
@@ -64,7 +64,7 @@ def user_columns(df: DataFrame) -> DataFrame:
 def read_current(spark: SparkSession, lake: str, tid: TableId, root: str = "current",
                  storage_options: dict[str, str] | None = None, meta: bool = False) -> DataFrame:
     """A target as a DataFrame (its live Delta files; `meta`: with the `_cdc_*` columns)."""
-    from cdcnorm.delta.read import read_table
+    from cdcnorm.lake.delta.read import read_table
 
     ref = target(spark, lake, tid, None, root, storage_options)
     ref.schema = T.StructType.fromJson(orjson.loads(ref.handle().schema().to_json()))

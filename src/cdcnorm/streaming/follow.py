@@ -2,14 +2,14 @@
 
 A Structured Streaming query reads a stream of input file paths (cdcnorm.streaming.paths_source) or a
 Kafka-shaped stream of raw messages; `foreachBatch` hands each micro-batch to the batch pipeline
-(cdcnorm.pipeline.normalize) with the run id `<query id>-<batch id>`. The query id is stable across restarts
+(cdcnorm.ingest.pipeline.normalize) with the run id `<query id>-<batch id>`. The query id is stable across restarts
 from the same checkpoint, and Spark replays an unfinished batch with the same input, so the run id is the
 batch's Delta transaction: before decoding, a batch whose report the lake already holds is skipped, one whose
 intent is pending is completed, and only a batch the lake has never seen is run. A crash at any point therefore
 loses nothing and commits nothing twice.
 
 State across batches lives in the lake, never in Spark's state store: update halves wait in the `halves` table
-(cdcnorm.pairing_state), table metadata in the `schemas` table (a Replicate data message whose metadata arrives
+(cdcnorm.ingest.pairing), table metadata in the `schemas` table (a Replicate data message whose metadata arrives
 in a later batch is quarantined as `schema_not_found`, then retried automatically by the batch that brings the
 metadata: run id `<run id>-retry`, exactly once like the batch itself). No watermark drops an input row.
 
@@ -31,14 +31,14 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdcnorm.adapters import get_adapter
 from cdcnorm.errors import UsageError
-from cdcnorm.fs import FileEntry, is_local, list_files, local_path
-from cdcnorm.lake import Lake, new_run_id, open_lake
-from cdcnorm.lake_commit import INTENTS, STAGED_TABLES, Pending, complete, run_app
-from cdcnorm.lake_tables import STAGING
-from cdcnorm.pipeline import _detect_files, normalize
-from cdcnorm.retry import renormalize, retry_batch
-from cdcnorm.session import get_spark, use_portable_parquet
-from cdcnorm.small_runs import planned_for
+from cdcnorm.ingest.pipeline import _detect_files, normalize
+from cdcnorm.ingest.retry import renormalize, retry_batch
+from cdcnorm.lake.commit import INTENTS, STAGED_TABLES, Pending, complete, open_lake, run_app
+from cdcnorm.lake.store import Lake, new_run_id
+from cdcnorm.lake.tables import STAGING
+from cdcnorm.runtime.fs import FileEntry, is_local, list_files, local_path
+from cdcnorm.runtime.session import get_spark, use_portable_parquet
+from cdcnorm.runtime.small_runs import planned_for
 from cdcnorm.streaming.paths_source import DEFAULT_SETTLE_SECONDS, Seen, batch_entries, paths_stream
 
 FOLLOW = "_follow"  # LAKE/_follow/<name>/{checkpoint,manifest}: one continuous query's state

@@ -6,7 +6,7 @@ manifest kept next to the query's checkpoint, and answers with the manifest's le
 of the manifest, so an offset is one small number, a file listed again is never emitted twice (the manifest is
 keyed by path), and no file is skipped for its age. The manifest is a folder of segments
 (`<first index>.jsonl`), each written once and atomically (temp file, rename): a crash leaves whole segments.
-The executors later open the files themselves (cdcnorm.fs.open_input).
+The executors later open the files themselves (cdcnorm.runtime.fs.open_input).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from cdcnorm.errors import UsageError
-from cdcnorm.fs import is_local, local_path, skip_reason
+from cdcnorm.runtime.fs import is_local, local_path, skip_reason
 
 NAME = "cdcnorm_paths"
 SCHEMA = "path string, size long, mtime timestamp"
@@ -106,7 +106,7 @@ class Manifest:
 
 def list_inputs(inputs: list[str]) -> list[Seen]:
     """Input files under the given local files or folders (recursively), with the skip rules of
-    cdcnorm.fs.list_files: hidden files and folders, `_`-prefixed names, zero-byte objects."""
+    cdcnorm.runtime.fs.list_files: hidden files and folders, `_`-prefixed names, zero-byte objects."""
     out: list[Seen] = []
     for raw in inputs:
         if not is_local(raw):

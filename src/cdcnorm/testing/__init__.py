@@ -31,7 +31,7 @@ __all__ = ["EMITTER_FLAGS", "AdapterContract", "spark"]
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """A small local Spark session for the whole test run, stopped at the end."""
-    from cdcnorm.session import get_spark
+    from cdcnorm.runtime.session import get_spark
 
     session = get_spark("local[2]", conf={"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"})
     yield session

@@ -40,7 +40,7 @@ class AdapterContract:
     @pytest.fixture(scope="class")
     @classmethod
     def result(cls, spark):
-        from cdcnorm.pipeline import normalize
+        from cdcnorm.ingest.pipeline import normalize
 
         return normalize(cls.inputs, cls.vendor, spark=spark, options=cls.options)
 
@@ -86,7 +86,7 @@ class AdapterContract:
         assert len(ids) == len(set(ids))
 
     def test_event_ids_stable(self, result, spark, rows):
-        from cdcnorm.pipeline import normalize
+        from cdcnorm.ingest.pipeline import normalize
 
         again = normalize(self.inputs, self.vendor, spark=spark, options=self.options)
         assert sorted(r["event_id"] for r in again.changes.select("event_id").collect()) == sorted(
@@ -146,7 +146,7 @@ class AdapterContract:
         assert before == after, f"post_process turned {before} records into {after}"
 
     def test_samples_are_recognised_by_this_vendor_alone(self):
-        from cdcnorm.fs import open_input
+        from cdcnorm.runtime.fs import open_input
 
         adapter = get_adapter(self.vendor, self.options)
         others = [adapter_class(n) for n in names() if n != self.vendor]
@@ -162,7 +162,7 @@ class AdapterContract:
     def test_file_and_message_input_give_the_same_event_ids(self, spark):
         if self.message_file is None:
             pytest.skip("no message_file: the adapter's message input is not checked against its file input")
-        from cdcnorm.pipeline import normalize
+        from cdcnorm.ingest.pipeline import normalize
 
         options = {**self.options, "stream": "contract"}
         lines = [line.rstrip(b"\r\n") for line in Path(self.message_file).read_bytes().splitlines() if line.strip()]

@@ -226,7 +226,7 @@ def _with_flag(h: Column, flag: str) -> Column:
 
 def _orphan(h: Column, flag: str, counts: dict[str, Column]) -> Column:
     """A lone half; it keeps its pair id, so a half redelivered after its pair was emitted is recognised as a
-    duplicate of that pair (cdcnorm.pairing_state.mark_emitted_pairs)."""
+    duplicate of that pair (cdcnorm.ingest.pairing.mark_emitted_pairs)."""
     return _row(h, flags=_with_flag(h, flag), changed_columns=F.lit(None).cast("array<string>"), _pair=h[B.PAIR],
                 **counts)
 

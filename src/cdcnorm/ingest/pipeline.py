@@ -33,35 +33,34 @@ from cdcnorm.canonical.schema import (
     SCHEMA_VERSION_COLUMNS,
 )
 from cdcnorm.errors import CdcError, UsageError
-from cdcnorm.first_pass import first_pass
-from cdcnorm.fs import FileEntry, is_local, list_files, open_input
-from cdcnorm.lake import Lake, new_run_id, open_lake
-from cdcnorm.lake_commit import (
-    DEFAULT_WINDOW_DAYS,
-    MARK_BY_IDS_ROWS,
-    dedup_scope,
-    mark_duplicates,
-    stage_and_commit,
-    staged_rows,
-    with_source_day,
-)
-from cdcnorm.lake_tables import STAGING, source_day
-from cdcnorm.pairing_state import (
+from cdcnorm.ingest.figures import aggregate_figures
+from cdcnorm.ingest.first_pass import first_pass
+from cdcnorm.ingest.pairing import (
     apply_pairing,
     mark_emitted_pairs,
     may_wait,
     pair_across_runs,
     state_files,
 )
-from cdcnorm.pairing_state import balance as pair_balance
-from cdcnorm.pairing_state import balanced as pairs_balanced
-from cdcnorm.pairing_state import compact as compact_halves
-from cdcnorm.pairing_state import needed as pairing_needed
-from cdcnorm.run_figures import aggregate_figures
-from cdcnorm.schema_rows import from_text, new_schema_texts, schema_rows, to_arrow
-from cdcnorm.session import get_spark, use_portable_parquet
-from cdcnorm.small_runs import planned_for
-from cdcnorm.sources import decode_files, decode_messages, files_frame, prepare_messages
+from cdcnorm.ingest.pairing import balance as pair_balance
+from cdcnorm.ingest.pairing import balanced as pairs_balanced
+from cdcnorm.ingest.pairing import compact as compact_halves
+from cdcnorm.ingest.pairing import needed as pairing_needed
+from cdcnorm.ingest.schema_rows import from_text, new_schema_texts, schema_rows, to_arrow
+from cdcnorm.ingest.sources import decode_files, decode_messages, files_frame, prepare_messages
+from cdcnorm.lake.commit import open_lake, stage_and_commit, staged_rows
+from cdcnorm.lake.dedup import (
+    DEFAULT_WINDOW_DAYS,
+    MARK_BY_IDS_ROWS,
+    dedup_scope,
+    mark_duplicates,
+    with_source_day,
+)
+from cdcnorm.lake.store import Lake, new_run_id
+from cdcnorm.lake.tables import STAGING, source_day
+from cdcnorm.runtime.fs import FileEntry, is_local, list_files, open_input
+from cdcnorm.runtime.session import get_spark, use_portable_parquet
+from cdcnorm.runtime.small_runs import planned_for
 
 Progress = Callable[[str], None]
 
@@ -118,13 +117,13 @@ def normalize(
 ) -> NormalizeResult:
     """Normalize files (paths) or a raw-message DataFrame into canonical change rows.
 
-    With `lake`, the run is committed into the lake's Delta tables (cdcnorm.lake_commit): rows already in the
+    With `lake`, the run is committed into the lake's Delta tables (cdcnorm.lake.commit): rows already in the
     lake within the dedup window (`dedup_window_days`, default 7 days of source time) are counted as
     duplicates, and concurrent runs into the same lake are safe; without it, the result's DataFrames are
     computed in memory. `resolves` (quarantine ids being retried) marks those ids resolved unless this run
     quarantined the same record again. `run_id` (default: a new unique id) names the run and its Delta
     transaction: a caller that may repeat a run (a micro-batch replayed after a crash) passes a deterministic one.
-    With a lake, update halves pair across runs (cdcnorm.pairing_state): a lone half waits until its event time
+    With a lake, update halves pair across runs (cdcnorm.ingest.pairing): a lone half waits until its event time
     is `pair_wait_seconds` older than the newest seen (None or 0: it is emitted as an orphan at once, and a
     partner arriving later supersedes it). `skipped_objects`: objects the caller's own listing skipped (counted in
     the report).
@@ -232,7 +231,7 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
                                      "quarantine_id", "left_anti")
 
     say("counting outcomes")
-    # with a lake, the run's schema texts ride with the counts and are folded on the driver (cdcnorm.schema_fold)
+    # with a lake, the run's schema texts ride with the counts and are folded on the driver (cdcnorm.ingest.schema_fold)
     carry = bool(lake_obj) and staged.has(KIND_SCHEMA)
     parts = aggregate_figures(decoded, marked, pairing, carry)
     parts["schemas"] = new_schema_texts(parts["schemas"], lake_obj) if carry and lake_obj else []
@@ -274,7 +273,7 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
 
 def _schema_frame(spark: SparkSession, lake: Lake, texts: list[str]) -> DataFrame | pa.Table | None:
     """The run's new schema-version rows to write (None: none): the driver writes a local lake's few rows itself
-    (cdcnorm.delta.files.write_arrow, no Spark job); a remote lake's go through a Spark write."""
+    (cdcnorm.lake.delta.files.write_arrow, no Spark job); a remote lake's go through a Spark write."""
     if not texts:
         return None
     table = lake.table("schemas")
@@ -306,7 +305,7 @@ class Staged:
     has_waiting_half: bool | None = None
     """whether a change is an update half of a role that may wait for its partner"""
     balanced: bool = False
-    """whether every update pair of the run is complete (cdcnorm.pairing_state.balance)"""
+    """whether every update pair of the run is complete (cdcnorm.ingest.pairing.balance)"""
     kinds: frozenset[str] | None = None
     """the kinds of the decoded rows (None: not observed)"""
     changes: int | None = None
@@ -353,7 +352,7 @@ def _quarantine_rows(decoded: DataFrame, now: dt.datetime) -> DataFrame:
 
 def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind: str, inputs: list[str],
                  n_files: int, skipped: dict[str, int], run_id: str, started: dt.datetime) -> dict[str, Any]:
-    """The run's report from its aggregated figures (:func:`cdcnorm.run_figures.aggregate_figures`), never from collected rows.
+    """The run's report from its aggregated figures (:func:`cdcnorm.ingest.figures.aggregate_figures`), never from collected rows.
 
     Update halves waiting across runs are the `held` outcome: the records waiting at the end minus those waiting
     at the start, so outcomes still add up to the records read."""
@@ -374,7 +373,7 @@ def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind:
         "quarantined": sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_QUARANTINE),
     }
     pairing_state = {}
-    if adapter.waiting_roles:  # zero when the run needed no pairing state (cdcnorm.pairing_state.needed)
+    if adapter.waiting_roles:  # zero when the run needed no pairing state (cdcnorm.ingest.pairing.needed)
         h = parts["held"][0] if parts["held"] else {"held_in": 0, "held_out": 0, "state_rows": 0}
         held_in, held_out = int(h["held_in"] or 0), int(h["held_out"] or 0)
         outcomes["held"] = held_out - held_in

@@ -30,14 +30,14 @@ from deltalake.transaction import AddAction
 from pyspark.sql import SparkSession
 
 from cdcnorm.canonical.schema import CANONICAL_VERSION
-from cdcnorm.delta.files import file_adds, partition_values
-from cdcnorm.delta.table import Conflict, DeltaTableRef, delta_uri
 from cdcnorm.errors import LakeError
-from cdcnorm.fs import HadoopFS, Listed, subfolders, walk
-from cdcnorm.lake import LAKE_FORMAT, MARKER, missing_lake
-from cdcnorm.lake_commit import append_run_rows
-from cdcnorm.lake_lock import writer_lock
-from cdcnorm.lake_tables import STAGING, TableSpec, run_of, specs
+from cdcnorm.lake.commit import append_run_rows
+from cdcnorm.lake.delta.files import file_adds, partition_values
+from cdcnorm.lake.delta.table import Conflict, DeltaTableRef, delta_uri
+from cdcnorm.lake.lock import writer_lock
+from cdcnorm.lake.store import LAKE_FORMAT, MARKER, missing_lake
+from cdcnorm.lake.tables import STAGING, TableSpec, run_of, specs
+from cdcnorm.runtime.fs import HadoopFS, Listed, subfolders, walk
 
 OLD_FORMAT = 1
 DATA_TABLES = ("schemas", "quarantine", "quarantine_resolved", "changes")

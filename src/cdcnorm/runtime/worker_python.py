@@ -22,10 +22,10 @@ import stat
 import sys
 import tempfile
 
-from cdcnorm.user_cache import user_cache_dir
+from cdcnorm.runtime.user_cache import user_cache_dir
 
 _SCRIPT = """#!/bin/sh
-# cdcnorm (cdcnorm.worker_python): run Spark's Python workers with the installed pyspark, not Spark's zip of it
+# cdcnorm (cdcnorm.runtime.worker_python): run Spark's Python workers with the installed pyspark, not Spark's zip of it
 # (a zip's modules are compiled from source at every start).
 set -f
 kept=

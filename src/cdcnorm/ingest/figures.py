@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from cdcnorm.canonical.emit import KIND_SCHEMA
 from cdcnorm.canonical.emit import Bookkeeping as B
-from cdcnorm.pairing_state import Pairing
+from cdcnorm.ingest.pairing import Pairing
 
 _IDENT = ("vendor", "stream", "source_db", "database", "schema", "table")
 _SUMS = ("records", "merged", "rows", "unchecked", "held_in", "held_out", "state_rows")
@@ -51,7 +51,7 @@ def aggregate_figures(decoded: DataFrame, marked: DataFrame, pairing: Pairing | 
     """Every figure of the run in one Spark job: the decoded rows by kind and rule, the marked change rows
     by table, op and duplicate, their flags, and the pairing counts, unioned and aggregated together; with
     `schema_texts`, the run's distinct decoded schema texts too (metadata: folded on the driver,
-    cdcnorm.schema_rows.new_schema_texts)."""
+    cdcnorm.ingest.schema_rows.new_schema_texts)."""
     kind, rule, records, merged = (f"`{c}`" for c in (B.KIND, B.RULE, B.RECORDS, B.MERGED))
     group = _part_row("group", **{c: f"`{c}`" for c in _IDENT}, op="op", dup="_dup", records=records,
                       merged=merged, rows="1", newest="source_ts", unchecked="_unchecked")

@@ -2,7 +2,7 @@
 
 Precedence for the master: an explicit `master` argument (`--master`), else `SPARK_MASTER`, else whatever
 `spark-submit` configured, else `local[*]`. Locally the Python workers use the driver's interpreter, importing its
-installed pyspark rather than Spark's zip of it (cdcnorm.worker_python); on a cluster ship the environment yourself
+installed pyspark rather than Spark's zip of it (cdcnorm.runtime.worker_python); on a cluster ship the environment yourself
 (see the README, "Running on a cluster").
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
-from cdcnorm.worker_python import worker_python
+from cdcnorm.runtime.worker_python import worker_python
 
 _DEFAULTS = {
     "spark.ui.enabled": "false",
@@ -103,7 +103,7 @@ def get_spark(master: str | None = None, app_name: str = "cdcnorm", conf: dict[s
         master = "local[*]"
     if master is None or master.startswith("local"):
         # Python workers must run the driver's interpreter, or they miss cdcnorm's dependencies; they import its
-        # installed pyspark, not Spark's zip of it (cdcnorm.worker_python: each worker start compiled the zip).
+        # installed pyspark, not Spark's zip of it (cdcnorm.runtime.worker_python: each worker start compiled the zip).
         # The JVM's own Python processes (the data-source lookup a session runs once) take PYSPARK_DRIVER_PYTHON.
         for variable in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
             if master and os.environ.get(variable, sys.executable) == sys.executable:

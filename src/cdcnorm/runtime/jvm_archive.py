@@ -25,7 +25,7 @@ import os
 import shutil
 import time
 
-from cdcnorm.user_cache import user_cache_dir
+from cdcnorm.runtime.user_cache import user_cache_dir
 
 DYNAMIC_MAGIC = bytes.fromhex("a8ab0bf0")
 """The first bytes of a finished JDK dynamic archive (0xf00baba8, little-endian), written last by the JVM."""

@@ -18,10 +18,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cdcnorm.adapters.base import Adapter, FirstPass
-from cdcnorm.fs import open_input
+from cdcnorm.runtime.fs import open_input
 
 if TYPE_CHECKING:
-    from cdcnorm.lake import Lake
+    from cdcnorm.lake.store import Lake
 
 _ITEMS = pa.schema([pa.field("item", pa.string())])
 

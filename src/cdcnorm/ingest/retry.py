@@ -13,8 +13,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cdcnorm.lake import Lake
-from cdcnorm.pipeline import NormalizeResult, normalize
+from cdcnorm.ingest.pipeline import NormalizeResult, normalize
+from cdcnorm.lake.store import Lake
 
 
 def retry_quarantine(spark: SparkSession, lake: str, vendor: str | None = None,

@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 from cdcnorm.adapters.base import Adapter, MessageMeta
 from cdcnorm.canonical.emit import BatchBuilder, decoded_schema
 from cdcnorm.errors import DecodeError, UsageError
-from cdcnorm.fs import FileEntry, open_input
+from cdcnorm.runtime.fs import FileEntry, open_input
 
 BATCH_ROWS = 4096
 

@@ -5,13 +5,13 @@ Why they travel to the driver: schema versions are metadata (a row per table ver
 already reads the lake's to the driver), and writing them with a plan of their own re-ran the decode, the
 version fold and the joins against the lake's versions: a Spark job of a dozen stages in every run that saw a
 table's schema, usually to write nothing (the lake holds the versions already). The report aggregation
-(cdcnorm.pipeline) now carries each new row as one JSON text, so the run knows their number without a job, writes
+(cdcnorm.ingest.pipeline) now carries each new row as one JSON text, so the run knows their number without a job, writes
 nothing when there is none, and otherwise writes them from the driver's few texts: a plan of one local relation.
 The timestamp `first_seen` travels as microseconds (JSON text would keep milliseconds only).
 
 Since session 11 the aggregation carries the run's distinct decoded schema texts instead of its new rows, and the
 fold and the comparison with the lake's versions run on the driver (:func:`new_schema_texts`,
-cdcnorm.schema_fold): the Spark fold and its joins were most of the aggregation's stages. The lake's folded
+cdcnorm.ingest.schema_fold): the Spark fold and its joins were most of the aggregation's stages. The lake's folded
 versions are read once per set of `schemas` data files (immutable: the same files are the same rows), so a
 follow query whose batches bring no new version reads them once, and a fresh lake not at all.
 """
@@ -33,13 +33,13 @@ from cdcnorm.canonical.emit import KIND_SCHEMA
 from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.inferred import PREFIX, fold_versions
 from cdcnorm.canonical.schema import SCHEMA_VERSION_COLUMNS, schema_versions_schema
-from cdcnorm.delta.read import read_files
-from cdcnorm.schema_fold import fold as fold_rows
-from cdcnorm.schema_fold import from_doc, new_rows, to_text
-from cdcnorm.schema_fold import from_text as row_from_text
+from cdcnorm.ingest.schema_fold import fold as fold_rows
+from cdcnorm.ingest.schema_fold import from_doc, new_rows, to_text
+from cdcnorm.ingest.schema_fold import from_text as row_from_text
+from cdcnorm.lake.delta.read import read_files
 
 if TYPE_CHECKING:
-    from cdcnorm.lake import Lake
+    from cdcnorm.lake.store import Lake
 
 NAMES = [c.name for c in SCHEMA_VERSION_COLUMNS]
 _MICROS = "first_seen_us"
@@ -129,7 +129,7 @@ def _stored(lake: Lake) -> dict[str, dict]:
 
 def to_arrow(texts: list[str]) -> pa.Table:
     """The schema-version rows of their texts (:func:`as_text`) as an Arrow table of the `schemas` table's schema,
-    for the driver to write (a local lake: cdcnorm.delta.files.write_arrow)."""
+    for the driver to write (a local lake: cdcnorm.lake.delta.files.write_arrow)."""
     schema = to_arrow_schema(schema_versions_schema(), timezone="UTC")
     rows = [row_from_text(t) for t in texts]
     cols = {n: [r[n] for r in rows] for n in NAMES if n != "first_seen"}

@@ -26,15 +26,15 @@ from urllib.parse import unquote
 
 import orjson
 
-from cdcnorm.delta.files import write_files
-from cdcnorm.delta.read import read_files
-from cdcnorm.delta.table import rewrite
 from cdcnorm.errors import LakeError
-from cdcnorm.fs import modified_ms, subfolders, walk
-from cdcnorm.lake import Lake, new_run_id, reported_files
-from cdcnorm.lake_admin.check import COMPACT_PREFIX
-from cdcnorm.lake_commit import INTENTS, STAGED_TABLES, append_run_rows, complete_pending, run_app
-from cdcnorm.lake_tables import COMMIT_ORDER, STAGING
+from cdcnorm.lake.admin.check import COMPACT_PREFIX
+from cdcnorm.lake.commit import INTENTS, STAGED_TABLES, append_run_rows, complete_pending, run_app
+from cdcnorm.lake.delta.files import write_files
+from cdcnorm.lake.delta.read import read_files
+from cdcnorm.lake.delta.table import rewrite
+from cdcnorm.lake.store import Lake, new_run_id, reported_files
+from cdcnorm.lake.tables import COMMIT_ORDER, STAGING
+from cdcnorm.runtime.fs import modified_ms, subfolders, walk
 
 DEFAULT_RETENTION_HOURS = 168
 TARGET_FILE_BYTES = 128 * 1024 * 1024

@@ -7,12 +7,12 @@ Layout::
     LAKE/quarantine/               Delta table: rejected records with raw bytes and reason
     LAKE/quarantine_resolved/      Delta table: quarantine ids re-processed successfully by `retry`
     LAKE/schemas/                  Delta table: table schema versions
-    LAKE/halves/                   Delta table: update halves waiting for their partner (cdcnorm.pairing_state)
+    LAKE/halves/                   Delta table: update halves waiting for their partner (cdcnorm.ingest.pairing)
     LAKE/runs/                     Delta table: one row per committed run, its report and the table versions
-    LAKE/_commits/R.json           a run between its first and last commit (see cdcnorm.lake_commit)
+    LAKE/_commits/R.json           a run between its first and last commit (see cdcnorm.lake.commit)
 
 Any Delta reader reads the tables (Spark with the Delta jars, delta-rs, DuckDB's delta extension, Trino, ...).
-cdcnorm itself reads them without jars (:mod:`cdcnorm.delta.read`). Readers of this module take the versions
+cdcnorm itself reads them without jars (:mod:`cdcnorm.lake.delta.read`). Readers of this module take the versions
 recorded by the newest run report as their cut, so they never see half of a run.
 :func:`write_run` commits a derived stream (a cut-over's stitched stream, a scenario's vendors) the same way.
 """
@@ -24,23 +24,22 @@ import secrets
 from typing import Any
 
 import orjson
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdcnorm.canonical.inferred import fold_versions
 from cdcnorm.canonical.schema import (
     CANONICAL_VERSION,
     COLUMN_NAMES,
-    COLUMNS,
     QUARANTINE_COLUMNS,
     SCHEMA_VERSION_COLUMNS,
 )
-from cdcnorm.delta.read import read_table
-from cdcnorm.delta.table import DeltaTableRef, add_columns, delta_uri
 from cdcnorm.errors import LakeError
-from cdcnorm.fs import HadoopFS
-from cdcnorm.lake_lock import writer_lock
-from cdcnorm.lake_tables import TableSpec, run_of, specs
+from cdcnorm.lake.delta.read import read_table
+from cdcnorm.lake.delta.table import DeltaTableRef, add_columns, delta_uri
+from cdcnorm.lake.lock import writer_lock
+from cdcnorm.lake.tables import TableSpec, run_of, specs
+from cdcnorm.runtime.fs import HadoopFS
 
 LAKE_FORMAT = 2
 MARKER = "_cdcnorm.json"
@@ -154,7 +153,7 @@ class Lake:
         return [orjson.loads(r["report"]) for r in self._runs()]
 
     def writer(self, command: str, run_id: str | None = None, break_lock: bool = False):
-        """Hold the lake's writer lock for a block: `apply` and `quarantine retry` take it (cdcnorm.lake_lock);
+        """Hold the lake's writer lock for a block: `apply` and `quarantine retry` take it (cdcnorm.lake.lock);
         normalize runs commit through Delta and may run concurrently."""
         return writer_lock(self.fs, self.path, command, run_id, break_lock)
 
@@ -195,21 +194,12 @@ class Lake:
 
 
 def reported_files(committed: set[str]):
-    """A filter of data-file paths: those of a run (`cdcnorm.lake_tables.run_of`: `run=<id>`, a re-check's
+    """A filter of data-file paths: those of a run (`cdcnorm.lake.tables.run_of`: `run=<id>`, a re-check's
     `run=<id>.<attempt>`, an upgraded lake's `run_id=<id>`) only when that run is committed; every other path."""
     def keep(rel: str) -> bool:
         run = run_of(rel)
         return run is None or run in committed
     return keep
-
-
-def open_lake(spark: SparkSession, path: str, create: bool = True) -> Lake:
-    """The lake at `path` (created if asked), with runs that crashed between two commits completed."""
-    from cdcnorm.lake_commit import complete_pending
-
-    lk = Lake(spark, path, create=create)
-    complete_pending(lk)
-    return lk
 
 
 def read_changes(spark: SparkSession, lake: str) -> DataFrame:
@@ -225,83 +215,3 @@ def read_quarantine(spark: SparkSession, lake: str, include_resolved: bool = Fal
 def read_schemas(spark: SparkSession, lake: str) -> DataFrame:
     """Table schema versions of a lake, one row per version."""
     return Lake(spark, lake).schemas()
-
-
-# -- derived streams (a cut-over's stitched stream, a scenario's vendors) -----------------------------------
-# A derived stream is an ordinary committed run (same commit protocol) with schema versions, so `apply`,
-# `compare` and every reader treat it like a normalized vendor stream; re-running adds nothing because rows
-# already in the lake (same event id) are skipped.
-def hashed_id(*parts: Column) -> Column:
-    """A deterministic 128-bit hex id (SHA-256, truncated) of the given parts, null-safe and unambiguous."""
-    text = F.to_json(F.array(*[p.cast("string") for p in parts]))
-    return F.substring(F.sha2(text.cast("binary"), 256), 1, 32)
-
-
-def version_id() -> Column:
-    """The schema version id exactly as `normalize` computes it."""
-    ident = F.concat_ws("\u0001", *[F.coalesce(F.col(c), F.lit("")) for c in (*IDENT, "schema_version")])
-    return F.sha2(ident, 256)
-
-
-def canonical(df: DataFrame) -> DataFrame:
-    """Only the canonical columns, in canonical order (a derived column the frame lacks is null)."""
-    have = set(df.columns)
-    return df.select(*[F.col(f"`{c.name}`") if c.name in have else F.lit(None).cast(c.type).alias(c.name)
-                       for c in COLUMNS])
-
-
-def write_run(spark: SparkSession, lake: str, changes: DataFrame, schemas: DataFrame | None,
-              report: dict[str, Any]) -> dict[str, Any]:
-    """Commit `changes` (canonical columns) and `schemas` as one run of `lake`; returns the run report."""
-    from cdcnorm.lake_commit import (
-        dedup_scope,
-        mark_duplicates,
-        stage_and_commit,
-        staged_rows,
-        with_source_day,
-    )
-
-    run_id = new_run_id()
-    started = dt.datetime.now(dt.UTC)
-    lk = open_lake(spark, lake)
-    rows = with_source_day(canonical(changes))
-    scope = dedup_scope(lk, rows)
-    marked = mark_duplicates(rows, scope.existing).withColumn("_unchecked", scope.unchecked)
-    groups = [r.asDict() for r in marked.groupBy(*IDENT, "op", "_dup").agg(
-        F.count(F.lit(1)).alias("rows"), F.sum(F.col("_unchecked").cast("long")).alias("unchecked")).collect()]
-    sv = None
-    if schemas is not None:
-        names = [c.name for c in SCHEMA_VERSION_COLUMNS]
-        sv = schemas.withColumn("version_id", version_id()).select(*[F.col(f"`{n}`") for n in names])
-        sv = sv.dropDuplicates(["version_id"]).join(lk.schemas(latest=True).select("version_id"), "version_id",
-                                                    "left_anti").select(*names)
-    filtered = int(report.pop("_filtered", 0))
-    considered = report.pop("_considered", None)
-    kept = [g for g in groups if not g["_dup"]]
-    written = sum(int(g["rows"]) for g in kept)
-    dups = sum(int(g["rows"]) for g in groups if g["_dup"])
-    total = int(considered) if considered is not None else written + filtered + dups
-    rows_by = sorted(({**{k: g[k] for k in IDENT}, "op": g["op"], "rows": int(g["rows"])} for g in kept),
-                     key=lambda d: tuple(str(d[k] or "") for k in (*IDENT, "op")))
-    dup_by: dict[tuple, int] = {}
-    for g in groups:
-        if g["_dup"]:
-            key = tuple(g[k] for k in IDENT)
-            dup_by[key] = dup_by.get(key, 0) + int(g["rows"])
-
-    def make_report(adds) -> dict[str, Any]:
-        return {
-            "run_id": run_id, "started_at": started.isoformat(), "input_kind": "derived", "files": 0,
-            "skipped_objects": {}, "records_read": total,
-            "outcomes": {"emitted": written, "merged": 0, "metadata": 0, "filtered": filtered,
-                         "duplicate": total - written - filtered, "quarantined": 0},
-            "reconciled": True, "rows_written": written, "rows_by_table_op": rows_by,
-            "quarantine_by_reason": {}, "filters_by_rule": {}, "metadata_by_kind": {},
-            "duplicates_by_table": [{**dict(zip(IDENT, k, strict=True)), "duplicates": n}
-                                    for k, n in sorted(dup_by.items(), key=lambda kv: tuple(str(x or "") for x in kv[0]))],
-            "dedup_unchecked": sum(int(g["unchecked"] or 0) for g in kept),
-            "flags": {}, "heartbeats": [], "quarantine_new": 0, "schema_versions_new": staged_rows(adds, "schemas"),
-            **report,
-        }
-
-    return stage_and_commit(lk, run_id, scope, {"changes": marked.where(~F.col("_dup")), "schemas": sv}, make_report)

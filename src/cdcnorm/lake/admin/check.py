@@ -25,11 +25,11 @@ import orjson
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from cdcnorm.delta.read import read_table
-from cdcnorm.fs import walk
-from cdcnorm.lake import Lake
-from cdcnorm.lake_commit import INTENTS
-from cdcnorm.lake_tables import run_of
+from cdcnorm.lake.commit import INTENTS
+from cdcnorm.lake.delta.read import read_table
+from cdcnorm.lake.store import Lake
+from cdcnorm.lake.tables import run_of
+from cdcnorm.runtime.fs import walk
 
 COMPACT_PREFIX = "compact="
 
@@ -125,7 +125,7 @@ def orphans(lk: Lake, committed: set[str], pending: set[str]) -> Finding:
 
 def pending_runs(lk: Lake) -> list[dict[str, Any]]:
     """Intents left in `_commits/`: the run, its age and which tables already hold its commit."""
-    from cdcnorm.lake_commit import run_app
+    from cdcnorm.lake.commit import run_app
 
     out = []
     now_ms = time.time() * 1000

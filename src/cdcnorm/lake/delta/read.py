@@ -14,9 +14,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from cdcnorm.delta.files import NULL_PARTITION
-from cdcnorm.delta.table import DeltaTableRef
-from cdcnorm.fs import is_local
+from cdcnorm.lake.delta.files import NULL_PARTITION
+from cdcnorm.lake.delta.table import DeltaTableRef
+from cdcnorm.runtime.fs import is_local
 
 
 def read_table(spark: SparkSession, table: DeltaTableRef, version: int | None = None,

@@ -19,7 +19,7 @@ A command-line run over at most that much local input also starts its JVM with :
 (:func:`jvm_conf_for`): a short-lived process spends much of its time in the JIT's optimizing compiler (C2) on
 Spark's own code, which it leaves before the optimized code pays off. Only the command line's own session gets
 it: a session the user made, the API and `--follow` keep the JVM's defaults. The same JVM maps Spark's classes
-from an archive (:mod:`cdcnorm.jvm_archive`) instead of loading them from the jars.
+from an archive (:mod:`cdcnorm.runtime.jvm_archive`) instead of loading them from the jars.
 
 The settings are restored when the run ends (they are the session's, so a query started meanwhile on the same
 session in another thread would see them: cdcnorm's own queries do not overlap). `CDCNORM_SMALL_RUN_BYTES=0`
@@ -36,8 +36,8 @@ from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
-from cdcnorm import jvm_archive
-from cdcnorm.fs import is_local, local_size
+from cdcnorm.runtime import jvm_archive
+from cdcnorm.runtime.fs import is_local, local_size
 
 SMALL_RUN_BYTES = 256 << 20
 BYTES_PER_PARTITION = 32 << 20
@@ -76,7 +76,7 @@ def settings_for(spark: SparkSession, input_bytes: int | None) -> dict[str, str]
 def jvm_conf_for(inputs: list[str]) -> dict[str, str]:
     """Session settings for a command-line run over `inputs`: the small-run JVM options when every input is
     local and they total at most :func:`interpreted_run_limit` bytes (a walk of the folders; no Spark), with the
-    class archive of :mod:`cdcnorm.jvm_archive`."""
+    class archive of :mod:`cdcnorm.runtime.jvm_archive`."""
     options = os.environ.get("CDCNORM_SMALL_RUN_JVM_OPTIONS", SMALL_RUN_JVM_OPTIONS).strip()
     if not options or not inputs or not all(is_local(p) for p in inputs):
         return {}

@@ -158,7 +158,7 @@ class HadoopFS:
     def write_text(self, p: str, text: str) -> None:
         """Write a small file atomically (temp file, then rename). Locally the rename replaces the old file in
         one step; elsewhere the old file is deleted first, so a reader that finds only `p + ".tmp"` must take it
-        (see cdcnorm.lake_commit.complete_pending)."""
+        (see cdcnorm.lake.commit.complete_pending)."""
         tmp = p + ".tmp"
         if self._local:
             os.makedirs(os.path.dirname(local_path(tmp)) or ".", exist_ok=True)
@@ -183,7 +183,7 @@ class HadoopFS:
         finally:
             stream.close()
 
-    # -- the writer lock's primitives (cdcnorm.lake_lock): atomic create-if-absent and rename ---------------
+    # -- the writer lock's primitives (cdcnorm.lake.lock): atomic create-if-absent and rename ---------------
     def create_exclusive(self, p: str, text: str) -> bool:
         """Create `p` holding `text` only if it does not exist (atomic: O_EXCL locally, the file system's
         create-if-absent otherwise); False when it already exists."""

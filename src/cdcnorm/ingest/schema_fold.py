@@ -3,11 +3,11 @@
 Why on the driver: schema versions are metadata (the decode emits a schema text per file and table version),
 and folding them in Spark, then joining the fold against the lake's folded versions, was most of the stages of
 a micro-batch's report aggregation (about 40 stages for three texts) and a thousand py4j calls of planning. The
-aggregation now carries the run's distinct schema texts (cdcnorm.pipeline) and this module folds them here,
+aggregation now carries the run's distinct schema texts (cdcnorm.ingest.pipeline) and this module folds them here,
 with the same rules as the Spark fold (:func:`cdcnorm.canonical.inferred.fold_versions`,
-:func:`cdcnorm.schema_rows.new_schema_rows`); `tests/test_schema_fold.py` checks both give the same rows.
+:func:`cdcnorm.ingest.schema_rows.new_schema_rows`); `tests/test_schema_fold.py` checks both give the same rows.
 
-Rows are dicts shaped as :func:`cdcnorm.schema_rows.as_text` writes them: the schema-version columns, with
+Rows are dicts shaped as :func:`cdcnorm.ingest.schema_rows.as_text` writes them: the schema-version columns, with
 `first_seen` as microseconds (`first_seen_us`) and every column struct holding its six fields.
 """
 
@@ -27,7 +27,7 @@ from cdcnorm.canonical.schema import SCHEMA_COLUMN, SCHEMA_VERSION_COLUMNS
 Row = dict[str, Any]
 FIELDS = [f.name for f in SCHEMA_COLUMN.fields]
 TEXT_NAMES = [c.name for c in SCHEMA_VERSION_COLUMNS if c.name != "first_seen"] + ["first_seen_us"]
-"""The keys of a row's text, in the order Spark's `to_json` of :func:`cdcnorm.schema_rows.as_text` writes them."""
+"""The keys of a row's text, in the order Spark's `to_json` of :func:`cdcnorm.ingest.schema_rows.as_text` writes them."""
 _IDENT = ("vendor", "stream", "database", "schema", "table", "schema_version")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _KINDS = re.compile(r"^json:([^;]*)")
@@ -45,7 +45,7 @@ def from_doc(text: str) -> Row:
 
 
 def from_text(text: str) -> Row:
-    """A row from its text (:func:`cdcnorm.schema_rows.as_text`; Spark leaves null fields out)."""
+    """A row from its text (:func:`cdcnorm.ingest.schema_rows.as_text`; Spark leaves null fields out)."""
     doc = orjson.loads(text)
     row = {n: doc.get(n) for n in TEXT_NAMES}
     row["columns"] = [_column(c) for c in doc.get("columns") or []]
@@ -65,7 +65,7 @@ def to_text(row: Row) -> str:
 
 def new_rows(run: Iterable[Row], stored: dict[str, Row]) -> list[Row]:
     """The run's versions the lake lacks, and its inferred versions that widen the lake's (`stored`: the
-    lake's folded rows by version id), as :func:`cdcnorm.schema_rows.new_schema_rows` derives them."""
+    lake's folded rows by version id), as :func:`cdcnorm.ingest.schema_rows.new_schema_rows` derives them."""
     folded = fold(run)
     declared = [r for r in folded if not _inferred_row(r) and r["version_id"] not in stored]
     untyped = [r for r in folded if _inferred_row(r)]

@@ -47,7 +47,7 @@ def resolved_schema() -> StructType:
 
 
 def halves_schema() -> StructType:
-    """Update halves waiting for their partner across runs (cdcnorm.pairing_state): decoded rows plus entry
+    """Update halves waiting for their partner across runs (cdcnorm.ingest.pairing): decoded rows plus entry
     bookkeeping; a `released` entry is a tombstone naming the `entry_id` it ends."""
     return StructType([*decoded_schema().fields,
                        StructField("entry_kind", StringType(), False),

@@ -43,13 +43,13 @@ from pyspark.sql import functions as F
 
 from cdcnorm.canonical.emit import KIND_CHANGE, decoded_schema
 from cdcnorm.canonical.emit import Bookkeeping as B
-from cdcnorm.delta.files import write_files
-from cdcnorm.delta.read import read_files
-from cdcnorm.delta.table import rewrite
+from cdcnorm.lake.delta.files import write_files
+from cdcnorm.lake.delta.read import read_files
+from cdcnorm.lake.delta.table import rewrite
 
 if TYPE_CHECKING:
     from cdcnorm.adapters import Adapter
-    from cdcnorm.lake import Lake
+    from cdcnorm.lake.store import Lake
 
 TABLE = "halves"
 WAITING, ORPHANED, RELEASED = "waiting", "orphaned", "released"

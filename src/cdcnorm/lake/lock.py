@@ -1,7 +1,7 @@
 """The lake's writer lock, for the commands that still write outside Delta: `apply` (the Parquet current-state
 tables under `LAKE/current/`) and `quarantine retry` (its read-retry-resolve cycle).
 
-`normalize`, cut-overs and scenarios commit through the Delta commit protocol (cdcnorm.lake_commit) and take
+`normalize`, cut-overs and scenarios commit through the Delta commit protocol (cdcnorm.lake.commit) and take
 no lock. A locked command holds `LAKE/_lock.json`, created atomically (the create fails when the file exists),
 holding run id, command, host, pid and start time.
 
@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from cdcnorm.errors import LakeError
-from cdcnorm.fs import HadoopFS
+from cdcnorm.runtime.fs import HadoopFS
 
 LOCK = "_lock.json"
 _HELD: dict[str, dict[str, Any]] = {}  # lake path -> {"depth": n, "info": lock contents, "taken_over": ...}

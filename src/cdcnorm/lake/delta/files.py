@@ -25,8 +25,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from cdcnorm.delta.table import DeltaTableRef
-from cdcnorm.fs import Listed, delete_file, is_local, local_path, walk
+from cdcnorm.lake.delta.table import DeltaTableRef
+from cdcnorm.runtime.fs import Listed, delete_file, is_local, local_path, walk
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
