@@ -147,21 +147,50 @@ E2E_NATURAL = ("replicate-json", "replicate-avro", "replicate-capture")
 """Formats the e2e lake takes without a `stream` option: their streams come from the topic / task / Event Hub."""
 
 
-@pytest.fixture(scope="session")
-def e2e(spark, tmp_path_factory):
-    """One quirk-on simulated history in all eight formats, normalized into one lake and applied (shared)."""
+E2E_FORMATS = ("datastream-json", "replicate-json", "datahub-blob")
+"""The fast suite's e2e lake: one format per vendor (`e2e`); `make test-slow` checks every format (`e2e_all`)."""
+
+
+def e2e_lake(spark, root: Path, formats: tuple[str, ...]) -> dict:
+    """One quirk-on simulated history in `formats`, normalized into one lake and applied."""
     from pyspark.sql import functions as F
 
     import cdcnorm
     from cdcnorm.simulate.verify import build_lake
 
-    root = tmp_path_factory.mktemp("e2e")
-    run = build_lake(spark, root / "sim", root / "lake", natural=E2E_NATURAL, rotate=E2E_ROTATE, **SMALL_HISTORY)
+    run = build_lake(spark, root / "sim", root / "lake", formats=formats,
+                     natural=[vf for vf in E2E_NATURAL if vf in formats], rotate=E2E_ROTATE, **SMALL_HISTORY)
     agg = cdcnorm.read_changes(spark, str(root / "lake")).groupBy("stream").agg(
         F.count(F.lit(1)).alias("rows"), F.countDistinct("event_id").alias("ids"))
     run["stream_stats"] = {r["stream"]: {"rows": r["rows"], "ids": r["ids"]} for r in agg.collect()}
-    run["lake"], run["root"] = str(root / "lake"), str(root / "sim")
+    run["lake"], run["root"], run["formats"] = str(root / "lake"), str(root / "sim"), formats
     return run
+
+
+@pytest.fixture(scope="session")
+def e2e(spark, tmp_path_factory):
+    """The simulated history in one format per vendor (:data:`E2E_FORMATS`), in one lake, applied (shared)."""
+    return e2e_lake(spark, tmp_path_factory.mktemp("e2e"), E2E_FORMATS)
+
+
+@pytest.fixture(scope="session")
+def e2e_all(spark, tmp_path_factory):
+    """The same history in every vendor format, in one lake, applied (the slow tests' oracle and golden digest)."""
+    from cdcnorm.simulate import VENDOR_FORMATS
+
+    return e2e_lake(spark, tmp_path_factory.mktemp("e2e-all"), tuple(VENDOR_FORMATS))
+
+
+def e2e_for(request, vf: str) -> dict:
+    """The e2e lake that holds vendor format `vf`: the fast one-per-vendor lake, else the every-format one."""
+    return request.getfixturevalue("e2e" if vf in E2E_FORMATS else "e2e_all")
+
+
+def every_format_param() -> list:
+    """Every vendor format as a test parameter; those outside :data:`E2E_FORMATS` run in `make test-slow`."""
+    from cdcnorm.simulate import VENDOR_FORMATS
+
+    return [vf if vf in E2E_FORMATS else pytest.param(vf, marks=pytest.mark.slow) for vf in VENDOR_FORMATS]
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,12 @@
 """End to end: `simulate -> normalize -> apply` equals each vendor format's ground truth, exactly.
 
-One simulated history (every delivery quirk on) is written in all eight vendor encodings, each normalized into
+One simulated history (every delivery quirk on) is written in the vendor encodings, each normalized into
 ONE lake as its own stream (the Replicate formats under the stream their topic / task / Event Hub names, split
 over many files, with redeliveries in other files), and applied once; every format's current-state tables must then hold the truth's
 keys, rows, columns and typed values. This is the project's oracle test: the simulator's encoders are written
 from the vendor references, independently of the adapters (docs/simulate.md). `make e2e-large` runs the slow
-variant: more seeds and a larger history.
+variant: more seeds and a larger history. `make test` checks one format per vendor (`conftest.E2E_FORMATS`);
+`make test-slow` checks the others, in a lake of every format.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 from cdcnorm.simulate import VENDOR_FORMATS
 from cdcnorm.simulate.verify import build_lake, check_format, stream_of, streams_of
-from conftest import E2E_NATURAL
+from conftest import E2E_NATURAL, e2e_for, every_format_param
 
 
 def _streams(e2e, vf: str) -> set[str]:
@@ -26,21 +27,24 @@ def _streams(e2e, vf: str) -> set[str]:
 LARGE = [{"tables": 5, "rows": 150, "changes": 2500, "seed": seed} for seed in (2, 3)]
 
 
-@pytest.mark.parametrize("vf", list(VENDOR_FORMATS))
-def test_applied_tables_equal_the_truth(e2e, vf):
+@pytest.mark.parametrize("vf", every_format_param())
+def test_applied_tables_equal_the_truth(request, vf):
+    e2e = e2e_for(request, vf)
     assert check_format(e2e["frames"], e2e["manifest"], vf, vf in E2E_NATURAL) == []
 
 
-@pytest.mark.parametrize("vf", list(VENDOR_FORMATS))
-def test_every_record_reconciles_and_nothing_is_quarantined(e2e, vf):
+@pytest.mark.parametrize("vf", every_format_param())
+def test_every_record_reconciles_and_nothing_is_quarantined(request, vf):
+    e2e = e2e_for(request, vf)
     report = e2e["reports"][vf]
     assert report["reconciled"] is True
     assert report["outcomes"]["quarantined"] == 0 and report["quarantine_by_reason"] == {}
     assert report["records_read"] == e2e["manifest"].vendor_formats[vf]["records"]
 
 
-@pytest.mark.parametrize("vf", list(VENDOR_FORMATS))
-def test_redelivered_records_are_dropped_as_duplicates(e2e, vf):
+@pytest.mark.parametrize("vf", every_format_param())
+def test_redelivered_records_are_dropped_as_duplicates(request, vf):
+    e2e = e2e_for(request, vf)
     report = e2e["reports"][vf]
     stats = [e2e["stream_stats"][s] for s in _streams(e2e, vf)]
     assert "duplicates" in e2e["manifest"].quirks and report["outcomes"]["duplicate"] > 0
@@ -48,21 +52,25 @@ def test_redelivered_records_are_dropped_as_duplicates(e2e, vf):
 
 
 def test_the_lake_holds_exactly_the_simulated_formats(e2e):
-    every = set().union(*(_streams(e2e, vf) for vf in VENDOR_FORMATS))
+    every = set().union(*(_streams(e2e, vf) for vf in e2e["formats"]))
     assert set(e2e["stream_stats"]) == every
     assert {tid.stream for tid in e2e["frames"]} == every
 
 
-def test_replicate_streams_are_the_topic_task_or_event_hub_never_a_file(e2e):
-    """Issue 10: a topic split over many files is ONE stream (Kafka Connect sink files, a consumer's rotated
-    dumps, Capture files), and a redelivery in another file is a duplicate (checked above)."""
-    formats = e2e["manifest"].vendor_formats
-    assert {vf: sorted(_streams(e2e, vf)) for vf in E2E_NATURAL} == {
-        "replicate-json": ["shop.customers", "shop.events", "shop.order_lines"],
-        "replicate-avro": ["sim-task"],
-        "replicate-capture": ["customers", "events", "order_lines"],
-    }
-    assert all(formats[vf]["files"] >= 2 * len(_streams(e2e, vf)) for vf in E2E_NATURAL)
+NATURAL_STREAMS = {
+    "replicate-json": ["shop.customers", "shop.events", "shop.order_lines"],
+    "replicate-avro": ["sim-task"],
+    "replicate-capture": ["customers", "events", "order_lines"],
+}
+
+
+@pytest.mark.parametrize("vf", [p for p in every_format_param() if getattr(p, "values", [p])[0] in E2E_NATURAL])
+def test_replicate_streams_are_the_topic_task_or_event_hub_never_a_file(request, vf):
+    """A topic split over many files is ONE stream (Kafka Connect sink files, a consumer's rotated dumps,
+    Capture files), and a redelivery in another file is a duplicate (checked above)."""
+    e2e = e2e_for(request, vf)
+    assert sorted(_streams(e2e, vf)) == NATURAL_STREAMS[vf]
+    assert e2e["manifest"].vendor_formats[vf]["files"] >= 2 * len(_streams(e2e, vf))
 
 
 def test_replicate_redeliveries_land_in_later_files_of_the_same_topic_partition(e2e):

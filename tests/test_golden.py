@@ -27,7 +27,8 @@ def test_samples_match_their_golden_digest(spark, tmp_path, vendor):
     assert compare(f"samples-{vendor}", actual, UPDATE) == []
 
 
-def test_simulated_history_matches_its_golden_digest(spark, e2e):
-    actual = lake_digest(spark, e2e["lake"], e2e["root"], e2e["reports"])
+@pytest.mark.slow  # the digest covers the lake of every vendor format
+def test_simulated_history_matches_its_golden_digest(spark, e2e_all):
+    actual = lake_digest(spark, e2e_all["lake"], e2e_all["root"], e2e_all["reports"])
     assert len(actual["changes"]) > 1000
     assert compare("simulated", actual, UPDATE) == []

@@ -299,13 +299,14 @@ def test_messages_record_their_summaries_at_the_end_of_a_partition(spark):
 
 
 # -- the e2e lake: Datastream JSON typed like Datastream Avro ----------------------------------------------
-def test_datastream_json_columns_get_the_avro_types(e2e):
+@pytest.mark.slow  # needs the lake of every vendor format
+def test_datastream_json_columns_get_the_avro_types(e2e_all):
     """Timestamp and date columns: the same type from JSON as from Avro; numbers: exact types (the values are
     asserted equal to the truth by test_e2e)."""
     from cdcnorm.simulate.verify import stream_of
 
     by_format = {vf: {tid.table: {f.name: f.dataType.simpleString() for f in df.schema.fields}
-                      for tid, df in e2e["frames"].items() if tid.stream == stream_of(vf)}
+                      for tid, df in e2e_all["frames"].items() if tid.stream == stream_of(vf)}
                  for vf in ("datastream-json", "datastream-avro")}
     json_t, avro_t = by_format["datastream-json"], by_format["datastream-avro"]
     assert json_t.keys() == avro_t.keys() and json_t

@@ -1,9 +1,10 @@
 """Nothing lost, nothing doubled: normalize killed at any point of its commit sequence and restarted leaves the
 lake exactly as one clean run of the same input would.
 
-The fast test kills three real normalize subprocesses (SIGKILL to the whole process group, the JVM included,
-by `CDCNORM_CRASH_AT`) at three points and restarts each in-process (one JVM start less per kill); the slow
-test kills 20 real normalize subprocesses, at named points and at random times, and restarts them as such.
+The fast test kills one real normalize subprocess (SIGKILL to the whole process group, the JVM included, by
+`CDCNORM_CRASH_AT`) right after its changes commit, so the restart must complete the run's pending intent, and
+restarts it in-process (one JVM start less). The slow tests kill at three points, then 20 real normalize
+subprocesses at named points and at random times, and restart them as such.
 """
 
 from __future__ import annotations
@@ -49,6 +50,36 @@ def orphans(spark, lake: str) -> list[str]:
     return sorted(on_disk - live)
 
 
+def test_crash_after_the_changes_commit_then_restart_completes_the_run(spark, tmp_path):
+    history = simulate_history(tmp_path)
+    lake = str(tmp_path / "lake")
+    parts = chunks(history)
+    reference = normalize([*history.files, history.broken], VENDOR, spark=spark)  # in memory: one clean run
+
+    normalize(parts[0], VENDOR, spark=spark, lake=lake)
+    # a real `kill -9` of a normalize process group (the JVM included) between the changes and runs commits ...
+    killed = run_normalize(parts[1], lake, crash_at_point="committed:changes")
+    assert killed.returncode == -9 and "java" in killed.group_seen, killed.stderr[-3000:]
+    (pending,) = intents_left(lake)
+    crashed = pending[:-len(".json")]
+    assert crashed not in Lake(spark, lake).committed_runs()
+    restart = normalize(parts[1], VENDOR, spark=spark, lake=lake).report  # ... then the same command again
+    # the restart completed the crashed run first, so it found only duplicates
+    assert restart["rows_written"] == 0 and restart["quarantine_new"] == 0 and restart["outcomes"]["duplicate"] > 0
+    assert intents_left(lake) == []
+    normalize([*parts[2], *parts[3]], VENDOR, spark=spark, lake=lake)
+
+    lk = Lake(spark, lake)
+    by_run = {r["run_id"]: r for r in lk.run_reports()}
+    assert by_run[crashed]["quarantine_new"] == 1 and by_run[crashed]["rows_written"] > 0
+    figures = check_lake(spark, lake)
+    assert figures["runs"] == 4
+    assert figures["rows"] == reference.report["rows_written"] and figures["quarantine"] == 1
+    check_same_as(spark, lake, reference.changes, reference.quarantine)
+    check_truth(spark, lake, history)
+
+
+@pytest.mark.slow
 def test_crash_at_three_points_then_restart_loses_and_doubles_nothing(spark, tmp_path):
     history = simulate_history(tmp_path)
     lake = str(tmp_path / "lake")
