@@ -54,7 +54,7 @@ def test_the_lake_holds_exactly_the_simulated_formats(e2e):
 
 
 def test_replicate_streams_are_the_topic_task_or_event_hub_never_a_file(e2e):
-    """Issue 10: a topic split over many files is ONE stream (Kafka Connect sink files, a consumer's rotated
+    """A topic split over many files is ONE stream (Kafka Connect sink files, a consumer's rotated
     dumps, Capture files), and a redelivery in another file is a duplicate (checked above)."""
     formats = e2e["manifest"].vendor_formats
     assert {vf: sorted(_streams(e2e, vf)) for vf in E2E_NATURAL} == {
