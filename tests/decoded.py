@@ -1,4 +1,4 @@
-"""Helpers for pure decode tests: decoded Arrow batches as Python rows, with VARIANT values decoded."""
+"""Shared by the pure decode tests: decoded Arrow batches as Python rows, with VARIANT values decoded."""
 
 from __future__ import annotations
 

@@ -176,8 +176,8 @@ def kill_while_feeding(cmd: list[str], feeder: GatedFeeder, progress: Path, log:
 
 # -- the checks ---------------------------------------------------------------------------------------------
 def effective_ids(df: DataFrame) -> DataFrame:
-    """Event ids that count: a change named in some row's `supersedes` (an orphan half its pair replaced,
-    issue 12) does not. Lakes without the column have none."""
+    """Event ids that count: a change named in some row's `supersedes` (an orphan half its pair replaced)
+    does not. Lakes without the column have none."""
     ids = df.select("event_id")
     if "supersedes" not in df.columns:
         return ids

@@ -1,7 +1,7 @@
 """What a run skips when nothing needs it (the fixed cost of a follow micro-batch): the pairing state when every
 update pair of the run is complete, the schema-version write when the lake already holds the run's versions,
-and the job that carried schema versions (now texts in the report aggregation). Each shortcut must give what
-the long way gives."""
+and a job of its own for the schema versions (they travel as texts in the report aggregation). Each shortcut
+must give what the long way gives."""
 
 from __future__ import annotations
 

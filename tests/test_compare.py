@@ -339,7 +339,7 @@ def _simulated_lake(spark, root, formats: list[str], rows: int, changes: int) ->
 @pytest.mark.slow  # over 20 s under load: `make test-slow` keeps it; the fast suite stays under 10 min
 def test_simulated_vendors_compare_equal(spark, tmp_path):
     """Datastream JSON (types inferred) and Replicate JSON (typed) of one simulated history: equal, lossily
-    only where the vendors differ (a naive DATETIME against an instant), no longer by timestamp text."""
+    only where the vendors differ (a naive DATETIME against an instant), not by timestamp text."""
     lake = _simulated_lake(spark, tmp_path, ["datastream-json", "replicate-json"], rows=8, changes=30)
     rep = compare(spark, lake, lake, left_vendor="datastream", right_vendor="replicate")
     assert rep["equal"] is True, [t["reasons"] for t in rep["tables"]]

@@ -56,7 +56,7 @@ def _decode(adapter, path: str) -> list[dict]:
     return rows_of(out.flush())
 
 
-def test_corpus_has_the_kinds_the_issue_names():
+def test_corpus_has_sixty_cases_and_every_damage_kind():
     names = [c.name for v in VENDORS for c in damaged_corpus.CASES[v]()]
     assert len(names) >= 60
     classes = {k for v in VENDORS for c in damaged_corpus.CASES[v]() for k in c.quarantined}

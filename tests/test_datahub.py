@@ -56,7 +56,7 @@ def ms(v: int) -> dt.datetime:
     return dt.datetime(1970, 1, 1, tzinfo=UTC) + dt.timedelta(milliseconds=v)
 
 
-# -- helpers -----------------------------------------------------------------------------------------------
+# -- decoding ------------------------------------------------------------------------------------------------
 
 
 def read(*paths: Path | str, fh_of=None, **options) -> list[dict]:

@@ -27,7 +27,7 @@ SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "datastream"
 UTC = dt.UTC
 
 
-# -- helpers ------------------------------------------------------------------------------------------------
+# -- decoding -------------------------------------------------------------------------------------------------
 def decode(data: bytes, path: str = "x.jsonl", **options) -> list[dict]:
     """All rows (changes, quarantine, schema versions) one file produces."""
     out = BatchBuilder()

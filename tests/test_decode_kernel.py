@@ -1,8 +1,8 @@
 """The decode kernel's fast paths give exactly what the reference paths give (values, types and errors).
 
-Why: issue 13 made the executor-side decode faster (one msgspec parse, per-table plans, caches); canonical
-output must not change. The golden digests and the corpus tests pin whole outputs; these tests pin each fast
-path against the slower code it stands in for, on the inputs where the two could drift apart.
+Why: the executor-side decode takes fast paths (one msgspec parse, per-table plans, caches); canonical
+output must not depend on them. The golden digests and the corpus tests pin whole outputs; these tests pin
+each fast path against the slower code it stands in for, on the inputs where the two could drift apart.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The second round of decode-kernel fast paths (issue 13) give exactly what the paths they replace give.
+"""The decode kernel's per-record shortcuts (typed values, lazy raw forms, cached digests and plans, ISO and float
+fast paths, the Avro datum reader) give exactly what the reference paths give.
 
 Why: each lever below skips work per record (a lookup, a re-encoding, a copy) on the condition that the
-skipped work could not have changed the output; these tests hold each one against the original code on the
+skipped work could not have changed the output; these tests hold each one against the reference code on the
 inputs where they could drift apart (failures, flags, odd values), besides the whole-output golden digests.
 """
 
@@ -150,8 +151,8 @@ def test_avro_records_without_raw_are_the_records_with_it():
             assert (a.error_class, a.message, a.raw) == (b.error_class, b.message, b.raw)
 
 
-def _old_csv_row(line, cells, cols, header):
-    """`tuple_topic._csv_row` before the lazy raw form (the reference)."""
+def _eager_csv_row(line, cells, cols, header):
+    """`tuple_topic._csv_row` with its raw form built eagerly (the reference)."""
     raw = (tuple_topic._header_line(header) if header else b"") + tuple_topic._raw_line(cells)
     if any(tuple_topic._SURROGATE.search(c) for c in cells):
         return ("error", "bad_encoding", raw)
@@ -172,7 +173,7 @@ def _old_csv_row(line, cells, cols, header):
 ])
 def test_csv_rows_match_the_eager_raw_form(cells, cols, header):
     row = tuple_topic._csv_row(3, list(cells), cols, header)
-    kind, what, raw = _old_csv_row(3, cells, cols, header)
+    kind, what, raw = _eager_csv_row(3, cells, cols, header)
     got_raw = row.raw() if callable(row.raw) else row.raw
     assert got_raw == raw and row.line == 3
     if kind == "ok":
@@ -213,7 +214,7 @@ def test_an_envelope_quarantined_from_a_container_keeps_its_message_bytes(tmp_pa
     assert [r["_raw"] for r in rows] == [envelope_bytes(_ENVELOPES[0]), envelope_bytes(_ENVELOPES[3])]
 
 
-# -- fourth round (branch kernel4) ------------------------------------------------------------------------------
+# -- ISO dates and instants, floats, Blob columns, pair ids, the JSON-lines probe, Avro datums -------------------
 def _regex_temporal(pattern, v, build):
     """The regular-expression path of `values._date` / `values._datetime` (the reference of their fast paths)."""
     try:
@@ -322,7 +323,7 @@ _PIECES = st.sampled_from([b'{"a":1}', b'{"a":"}{"}', b'{"b":{"c":[1,2]}}', b" "
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_PIECES, min_size=1, max_size=8))
-def test_objects_back_to_back_are_told_from_json_lines_as_before(pieces):
+def test_objects_back_to_back_are_told_from_json_lines_as_the_whole_line_parse_tells(pieces):
     """The first-line probe's shortcut (an object after a whole value) picks the mode the whole-line parse picks,
     and the records and damage read are the same."""
     from cdcnorm.containers import JsonRecords, loads_wide_ints

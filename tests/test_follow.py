@@ -1,4 +1,4 @@
-"""Continuous mode (foundation): the stream of paths, micro-batches committed exactly once, the --follow CLI."""
+"""Continuous mode: the stream of paths, micro-batches committed exactly once, the --follow CLI."""
 
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
-"""Issue 12's proof: files land over time (the simulator's feeder, every delivery quirk on, one file two days
-late) while `normalize --follow` runs; its whole process group (the JVM included) is killed -9 at commit points
-(`CDCNORM_CRASH_AT`) and at random times, and restarted. At the end the lake holds exactly the events of one
-batch run over the same files (zero lost, zero doubled) and `apply` equals the simulator's ground truth.
+"""The continuous mode's proof: files land over time (the simulator's feeder, every delivery quirk on, one file
+two days late) while `normalize --follow` runs; its whole process group (the JVM included) is killed -9 at
+commit points (`CDCNORM_CRASH_AT`) and at random times, and restarted. At the end the lake holds exactly the
+events of one batch run over the same files (zero lost, zero doubled) and `apply` equals the simulator's
+ground truth.
 
 `make test`: one kill of the CLI on one format (datastream-json), right after a batch's changes commit (the
 restart completes the batch's pending intent); the restart runs in-process (one JVM start less).
 `make test-slow`: 20 kills of one process following every vendor format.
-The figures (kills, lost, doubled, seconds) are printed (`pytest -s`) for the closing note.
+The figures (kills, lost, doubled, seconds) are printed (`pytest -s`).
 """
 
 from __future__ import annotations

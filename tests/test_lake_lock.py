@@ -1,5 +1,5 @@
 """The writer lock where it still applies (`apply`, `quarantine retry`): it refuses a second writer, takes over a
-dead one's lock. normalize no longer takes it (its commits are safe concurrently: tests/test_lake_concurrency.py)."""
+dead one's lock. normalize does not take it (its commits are safe concurrently: tests/test_lake_concurrency.py)."""
 
 from __future__ import annotations
 

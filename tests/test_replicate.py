@@ -38,7 +38,7 @@ REGISTRY = SAMPLES / "registry"
 UTC = dt.UTC
 
 
-# -- helpers -------------------------------------------------------------------------------------------------
+# -- decoding --------------------------------------------------------------------------------------------------
 
 
 def read(*paths: Path, **options) -> list[dict]:
@@ -891,7 +891,7 @@ def test_quarantine_retry_after_the_metadata_arrives(spark, lake_path):
 
 
 def test_normalize_event_hubs_connector_dataframe(spark):
-    """The Event Hubs connector's shape (body, sequenceNumber, enqueuedTime) through the lead's column map."""
+    """The Event Hubs connector's shape (body, sequenceNumber, enqueuedTime) through `EVENT_HUBS_COLUMNS`."""
     from fastavro import reader
 
     import cdcnorm

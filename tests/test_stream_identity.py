@@ -1,6 +1,6 @@
 """Stream identity: a change's stream and event id never depend on which file, folder or batch carried it.
 
-Issue 10: a Replicate topic exported to several files used to become one stream per file. Each test here puts
+A Replicate topic exported to several files is one stream, not one per file. Each test here puts
 the same vendor output under other names and folders and asserts the same stream and the same event ids.
 """
 

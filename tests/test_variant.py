@@ -510,7 +510,7 @@ def test_property_roundtrip_through_pyspark_reader(value):
     assert decode(value) == value
 
 
-# --------------------------------------------------------------------------- column helpers
+# --------------------------------------------------------------------------- columns (encode_many, Arrow fields)
 
 
 def test_encode_many_separates_sql_null_from_variant_null():

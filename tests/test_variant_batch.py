@@ -1,6 +1,6 @@
-"""The batch VARIANT encoder gives, row for row, exactly what the per-row encoder gives (issue 13).
+"""The batch VARIANT encoder gives, row for row, exactly what the per-row encoder gives.
 
-Why: `BatchBuilder.flush` now encodes keys and images column by column (cdcnorm.canonical.variant_batch);
+Why: `BatchBuilder.flush` encodes keys and images column by column (cdcnorm.canonical.variant_batch);
 the golden digests pin whole outputs, these pin the column paths on the values where they could drift:
 every width of int, decimals of every length, scale and notation (including the ones widened to text),
 short and long texts, nulls, booleans, dates, UTC and other timestamps, mixed-type columns and nested values.

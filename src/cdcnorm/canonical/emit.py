@@ -369,8 +369,8 @@ class BatchBuilder:
         """Return the collected rows as one Arrow batch and start empty.
 
         Change rows hold their key and images as Python values: each VARIANT column is encoded here for the
-        whole batch (cdcnorm.canonical.variant_batch). A row whose image cannot be encoded at all (which
-        used to escape `change` and end the file's decoding) becomes that record's quarantine row.
+        whole batch (cdcnorm.canonical.variant_batch). A row whose image cannot be encoded at all becomes
+        that record's quarantine row; the file's other records decode on.
         """
         rows, self._rows = self._rows, []
         n = len(rows)

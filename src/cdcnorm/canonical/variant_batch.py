@@ -8,7 +8,7 @@ each VARIANT column to :func:`encode_column`, which groups the rows by key set a
 group at once - texts, ints, floats, booleans, dates and UTC or naive timestamps from Arrow arrays, decimals from
 their text through one Arrow cast to decimal128 - as header bytes and little-endian payloads built with numpy, then each
 row's object header, field ids and offsets from the per-column lengths; one Arrow kernel joins the parts per row.
-Measured (issue 13, docs/benchmarks.md "Decode kernel"): the gain is smaller than the per-value cost suggests,
+Measured in docs/benchmarks.md ("Decode kernel"): the gain is smaller than the per-value cost suggests,
 since each of the ~40 Arrow/numpy steps per column has a fixed cost and a per-element cost of its own.
 
 Output is byte-identical to `variant.encode_lenient` (tests/test_variant_batch.py checks it against random

@@ -1,7 +1,7 @@
 """The two terminals every command writes to: results on stdout, errors and progress notes on stderr.
 
-Why the width rule: rich lays out for 80 columns when a stream is not a terminal, so a CI log or a file got
-tables cut to "vend…" / "reco…" and error lines wrapped mid-path. Piped or redirected output is now laid out
+Why the width rule: rich lays out for 80 columns when a stream is not a terminal, so a CI log or a file would get
+tables cut to "vend…" / "reco…" and error lines wrapped mid-path. Piped or redirected output is laid out
 as wide as its content needs (every name and number whole, one line per table row); an explicit `COLUMNS`
 still wins, and a terminal keeps its own width. Rules (`console.rule`) stay at most 80 columns wide.
 """

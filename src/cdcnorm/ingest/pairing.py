@@ -234,7 +234,7 @@ def _flush_without_state(adapter: Adapter, changes: DataFrame) -> Pairing:
     change passes unchanged (complete pairs pair, lone halves are released as orphans) and the only rows the
     pairing adds are the `orphaned` entries of the lone halves of a waiting role (one `state_rows` each). No
     write of the pool, no join of it: a small run's pairing is a few plans cheaper, and a larger one's changes
-    no longer go through the pool at all."""
+    do not go through the pool at all."""
     halves = changes.where(F.col(B.PAIR).isNotNull()).select(*_DECODED)
     roles = F.collect_set(_role()).over(Window.partitionBy(B.PAIR))
     released = (halves.withColumn("_roles", roles).where(_decision(adapter) == "release")

@@ -1,9 +1,9 @@
 """The schema-version fold on the driver: a run's new schema-version rows from its few schema texts.
 
 Why on the driver: schema versions are metadata (the decode emits a schema text per file and table version),
-and folding them in Spark, then joining the fold against the lake's folded versions, was most of the stages of
-a micro-batch's report aggregation (about 40 stages for three texts) and a thousand py4j calls of planning. The
-aggregation now carries the run's distinct schema texts (cdcnorm.ingest.pipeline) and this module folds them here,
+and folding them in Spark, then joining the fold against the lake's folded versions, would be most of the stages
+of a micro-batch's report aggregation (about 40 stages for three texts) and a thousand py4j calls of planning. The
+aggregation carries the run's distinct schema texts (cdcnorm.ingest.pipeline) and this module folds them here,
 with the same rules as the Spark fold (:func:`cdcnorm.canonical.inferred.fold_versions`,
 :func:`cdcnorm.ingest.schema_rows.new_schema_rows`); `tests/test_schema_fold.py` checks both give the same rows.
 

@@ -2,16 +2,14 @@
 driver as text by the run's report aggregation.
 
 Why they travel to the driver: schema versions are metadata (a row per table version at most; the first pass
-already reads the lake's to the driver), and writing them with a plan of their own re-ran the decode, the
+already reads the lake's to the driver), and writing them with a plan of their own would re-run the decode, the
 version fold and the joins against the lake's versions: a Spark job of a dozen stages in every run that saw a
 table's schema, usually to write nothing (the lake holds the versions already). The report aggregation
-(cdcnorm.ingest.pipeline) now carries each new row as one JSON text, so the run knows their number without a job, writes
-nothing when there is none, and otherwise writes them from the driver's few texts: a plan of one local relation.
-The timestamp `first_seen` travels as microseconds (JSON text would keep milliseconds only).
-
-Since session 11 the aggregation carries the run's distinct decoded schema texts instead of its new rows, and the
-fold and the comparison with the lake's versions run on the driver (:func:`new_schema_texts`,
-cdcnorm.ingest.schema_fold): the Spark fold and its joins were most of the aggregation's stages. The lake's folded
+(cdcnorm.ingest.pipeline) carries the run's distinct decoded schema texts, so the run knows its new rows without
+a job, writes nothing when there is none, and otherwise writes them from the driver's few texts: a plan of one
+local relation. The fold and the comparison with the lake's versions run on the driver (:func:`new_schema_texts`,
+cdcnorm.ingest.schema_fold): in Spark, the fold and its joins would be most of the aggregation's stages. The
+timestamp `first_seen` travels as microseconds (JSON text would keep milliseconds only). The lake's folded
 versions are read once per set of `schemas` data files (immutable: the same files are the same rows), so a
 follow query whose batches bring no new version reads them once, and a fresh lake not at all.
 """

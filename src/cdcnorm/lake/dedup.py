@@ -88,7 +88,7 @@ def mark_duplicates(changes: DataFrame, existing: DataFrame | None, by_ids: bool
     or among the lake's ids, normally none), which are broadcast; only the suspects' rows go through the exact
     check, every other row is marked where it is. The plain check shuffles and sorts the full rows, twice a run
     (report and write): at 1 M changes the hashes' way costs about a tenth less CPU (docs/benchmarks.md, "Marking
-    duplicates by id hashes (session 14)")."""
+    duplicates by id hashes")."""
     if not by_ids:
         return _marked_exactly(changes, existing)
     hashed = changes.withColumn("_h", F.xxhash64("event_id"))

@@ -46,7 +46,7 @@ INTERPRETED_RUN_BYTES = 32 << 20
 SMALL_RUN_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
 """JIT with the quick C1 compiler only, the serial collector (no concurrent GC threads competing with the run for
 the cores of a process that lives seconds), no performance-counter file (`CDCNORM_SMALL_RUN_JVM_OPTIONS`
-overrides; empty: none). Measured in docs/benchmarks.md ("Cold start (session 13)")."""
+overrides; empty: none). Measured in docs/benchmarks.md ("Spark jobs per run", the cold start)."""
 
 INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 """Spark's interpreted evaluation: the same results (Spark tests both paths), no code to compile."""

@@ -59,8 +59,8 @@ def small_apply_bytes(lk: Lake) -> int | None:
     """The size of the lake's live changes files when it is at most the interpreted-run limit, else None.
 
     Why: an apply reads at most the lake's changes, and writes state no larger than them, so a lake this small
-    is applied as a small run (cdcnorm.runtime.small_runs: no AQE, interpreted expressions), where nearly all the cost
-    was fixed: compiling each table's plans and the jobs AQE adds. A larger lake keeps the session's settings,
+    is applied as a small run (cdcnorm.runtime.small_runs: no AQE, interpreted expressions): nearly all of a small
+    apply's cost is fixed, compiling each table's plans and the jobs AQE adds. A larger lake keeps the session's settings,
     even for a small increment, since an increment may rewrite large target files. The interpreted-run limit,
     not the small-run one: the lake holds compressed Parquet, several times denser than a normalize's input,
     so the same bytes are several times the rows."""

@@ -18,7 +18,7 @@ from cdcnorm.canonical.inferred import PREFIX, inference_note
 MAX_DECIMAL_PRECISION = 38
 
 _SPELLINGS: dict[str, str] = {
-    # canonical names (the lead's addendum) first, then vendor-ish spellings seen in schemas
+    # canonical names (docs/apply.md, "Columns and types") first, then vendor-ish spellings seen in schemas
     "boolean": "boolean", "bool": "boolean", "bit": "boolean",
     "int": "int", "integer": "int", "int32": "int", "int4": "int", "smallint": "int", "int16": "int",
     "int2": "int", "short": "int", "tinyint": "int", "byte": "int", "int8": "int",

@@ -2,7 +2,7 @@
 
 The package holds the adapter (`adapter.py`: reading and dispatch), its options (`options.py`), input
 recognition (`files.py`), the op/engine tables (`vocabulary.py`), Blob messages (`blob.py`, `blob_values.py`),
-the TUPLE topic codec (`tuple_topic.py`), helpers both codecs share (`scalars.py`), the DDL parser (`ddl.py`),
+the TUPLE topic codec (`tuple_topic.py`), the scalar functions both codecs share (`scalars.py`), the DDL parser (`ddl.py`),
 row building (`changes.py`) and UPDATE pairing (`pairing.py`); this module only declares the vendor, so the
 registry, the CLI and compare can name it without importing the decoder (`DataHubAdapter` is imported on first
 use).

@@ -1,4 +1,4 @@
-"""Scalar helpers the Blob and TUPLE codecs share, so neither imports the other."""
+"""Scalar functions the Blob and TUPLE codecs share, so neither imports the other."""
 
 from __future__ import annotations
 

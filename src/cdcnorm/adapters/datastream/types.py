@@ -57,7 +57,7 @@ def _flag(flags: list, name: str) -> None:
         flags.append(name)
 
 
-# -- scalar helpers -------------------------------------------------------------------------------------------
+# -- scalar values --------------------------------------------------------------------------------------------
 def micros_to_ts(us: int, flags: list) -> dt.datetime | str:
     """Epoch micros -> UTC datetime; sentinels/out-of-range values -> strings flagged timestamp_as_string."""
     try:
