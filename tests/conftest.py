@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def benchmark_module(name: str):
-    """`benchmarks/<name>.py` imported as a module (tests drive the benches' own workloads and helpers); its
+    """`benchmarks/<name>.py` imported as a module (tests drive the benches' own workloads and functions); its
     folder goes on `sys.path` for the benches' shared imports."""
     import importlib.util
     import sys
