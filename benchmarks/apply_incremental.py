@@ -1,4 +1,5 @@
-"""The cost of an incremental apply, of a full apply against a hand-written Spark query, and of `--history`.
+"""The cost of `cdcnorm.apply`: incremental against the same changes onto an empty state, full against a
+hand-written Spark window query, and `--history` against the incremental apply.
 
 1. A lake with one keyed table of `--rows` (default 1 M) full-image INSERTs, applied once (1 M-row current state).
    `--changes` (default 10 k) UPDATEs of the most recently inserted keys are committed as a new run; apply (the
@@ -189,7 +190,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--changes", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--skip-full", action="store_true", help="skip the full apply vs hand-written comparison")
     ap.add_argument("--skip-history", action="store_true", help="skip the --history run")
-    # 3 warm-up and 6 timed rounds: the figure issue 14's verdict rests on (docs/benchmarks.md, "Full apply")
+    # 3 warm-up and 6 timed rounds: the figure the full apply's verdict rests on (docs/benchmarks.md)
     ap.add_argument("--full-rounds", type=int, default=6, help="rounds of full apply vs hand-written (median ratio)")
     ap.add_argument("--full-warm", type=int, default=3, help="untimed warm-up rounds before them")
     args = ap.parse_args(argv)

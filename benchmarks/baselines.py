@@ -7,7 +7,7 @@ speed says how much cdcnorm itself costs.
 - copy floor: Spark reads the files as plain text (JSON, CSV) or whole binary objects (Avro) and writes them to
   Parquet unchanged; the least any Spark job over these files can cost.
 - hand-written pipeline (Datastream JSON): what a user writes by hand: `from_json` with a VARIANT payload,
-  an id, `dropDuplicates`, committed as one Delta table through the same delta-rs helper as cdcnorm (both pay for
+  an id, `dropDuplicates`, committed as one Delta table through the same delta-rs commit code as cdcnorm (both pay for
   Delta); the bar cdcnorm must beat. Its streaming twin runs the same transformation in an `availableNow` query
   (`readStream.text` -> `foreachBatch`), each micro-batch committed once with the batch id as the Delta
   transaction, the shape of `cdcnorm normalize` itself.
@@ -63,7 +63,7 @@ def _delta_table(spark: SparkSession, out: str):
 
 def handwritten_datastream_json(spark: SparkSession, files: list[str], out: str, dedup: bool) -> None:
     """The pipeline a user writes by hand for Datastream JSON, with or without deduplication, committed as one
-    Delta table through cdcnorm's delta-rs helper (Spark writes the Parquet files, the driver commits them)."""
+    Delta table through cdcnorm's delta-rs commit code (Spark writes the Parquet files, the driver commits them)."""
     from cdcnorm.lake.delta.files import write_files
 
     ref = _delta_table(spark, out)

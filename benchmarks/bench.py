@@ -1,4 +1,5 @@
-"""`make bench`: cdcnorm's throughput per vendor format, as ratios to baselines measured in the same run.
+"""`make bench`: cdcnorm's normalize throughput per vendor format, as CPU and wall ratios to baselines measured
+in the same run (the copy floor; the hand-written Datastream JSON pipeline; fastavro alone for Avro).
 
 For each format: simulate a workload (cached under WORK/data, keyed by its parameters), warm the JVM and the
 Python workers up, then time on the same files and cores:
@@ -6,7 +7,7 @@ Python workers up, then time on the same files and cores:
 - the copy floor (Spark reads the files as text, or binary for Avro, and writes them to Parquet unchanged);
 - `cdcnorm.normalize` into a fresh lake (events/s, and its time as a ratio to the copy floor);
 - Datastream JSON: the hand-written `from_json` + VARIANT pipeline, with and without `dropDuplicates`, committed
-  as a Delta table through the same delta-rs helper as cdcnorm, and the same with dedup as an `availableNow`
+  as a Delta table through the same delta-rs commit code as cdcnorm, and the same with dedup as an `availableNow`
   streaming query (the shape `cdcnorm normalize` runs in);
 - Avro formats: fastavro alone decoding the same files, one process per core;
 - `cdcnorm.apply` on that lake (and how many shuffles its state plan has), and DuckDB running the same
@@ -15,39 +16,54 @@ Python workers up, then time on the same files and cores:
 - the file readers' memory (benchmarks/memory.py): RSS growth while one process decodes a generated
   `--memory-mb` file (300 MiB) per container with the adapter's read_file, against the 64 MiB limit.
 
+Two more modes, each instead of the above:
+
+- `--ab REV`: the same `normalize` of one format, rounds alternating in one warm session between this tree and git
+  revision REV checked out in a temporary worktree (the driver re-imports `cdcnorm` from the round's tree; the
+  Python workers of each side run that side's tree); min and median wall and CPU per side, and their ratios.
+- `--sizes N,M,...`: growth with size for one format: each size normalized into a fresh lake after a warm-up on the
+  smallest; seconds, CPU, JVM heap after GC, peak RSS per size, and a least-squares line (fixed + per million).
+
 Usage: python benchmarks/bench.py [--changes 1000000] [--formats datastream-json,datastream-avro] [--work .bench]
+       python benchmarks/bench.py --ab HEAD~1 --changes 200000 --formats datastream-json [--repeat 3]
+       python benchmarks/bench.py --sizes 200000,500000,1000000 --formats datastream-json
 Results are printed and saved as WORK/results/<timestamp>.json. Figures and commands: docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import math
 import os
 import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import baselines
 import memory as reader_memory
 
+ROOT = Path(__file__).resolve().parent.parent
 FORMATS = ("datastream-json", "datastream-avro", "replicate-json", "replicate-avro", "replicate-capture",
            "datahub-blob", "datahub-concat", "datahub-tuple")
 BINARY = {"datastream-avro", "replicate-avro", "replicate-capture"}
 """Avro containers: the copy floor reads them as whole binary objects, fastavro alone is their baseline."""
 TARGET_COPY = 10.0
-"""issue 13: a JSON format's normalize CPU at most 10x the copy floor's"""
+"""target: a JSON format's normalize CPU at most 10x the copy floor's"""
 TARGET_HANDWRITTEN = 1.0
-"""issue 13: Datastream JSON normalize CPU at most the hand-written pipeline's (with dedup, through Delta)"""
+"""target: Datastream JSON normalize CPU at most the hand-written pipeline's (with dedup, through Delta)"""
 TARGET_AVRO = 2.0
-"""issue 13: an Avro format's normalize CPU at most 2x fastavro's own decode of the same files"""
+"""target: an Avro format's normalize CPU at most 2x fastavro's own decode of the same files"""
 TARGET_PER_EVENT = 1.5
-"""issue 13: every format's CPU per event at most 1.5x Datastream JSON's"""
+"""target: every format's CPU per event at most 1.5x Datastream JSON's"""
 
 
 # -- workload ------------------------------------------------------------------------------------------------
@@ -229,6 +245,162 @@ def bench_format(spark, args: argparse.Namespace, vf: str) -> dict[str, Any]:
     return res
 
 
+# -- A/B against a git revision ----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def revision_tree(rev: str) -> Iterator[Path]:
+    """The `src` folder of git revision `rev` of this repository, checked out in a temporary worktree that is
+    removed afterwards (the working tree and its branch are not touched)."""
+    tmp = Path(tempfile.mkdtemp(prefix="cdcnorm-ab-"))
+    tree = tmp / "tree"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), rev], check=True)
+    try:
+        yield tree / "src"
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def own_tree() -> Path:
+    """The folder this process imports `cdcnorm` from (this tree's `src`, or the installed package's folder)."""
+    import cdcnorm
+
+    return Path(cdcnorm.__file__).resolve().parent.parent
+
+
+_TREES: set[str] = set()
+
+
+def use_tree(spark, src: Path) -> None:
+    """Import `cdcnorm` from `src` from now on: the driver drops the modules it has and imports them again from
+    there, and the Python workers Spark starts for functions created from now on put `src` first on their path
+    (Spark keeps one worker daemon per environment, so each tree's workers stay warm)."""
+    for name in [m for m in sys.modules if m == "cdcnorm" or m.startswith("cdcnorm.")]:
+        del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if p not in _TREES]
+    _TREES.add(str(src))
+    sys.path.insert(0, str(src))
+    if spark is not None:
+        rest = os.environ.get("PYTHONPATH", "")
+        spark.sparkContext.environment["PYTHONPATH"] = str(src) + (os.pathsep + rest if rest else "")
+
+
+def ab_rounds(spark, trees: dict[str, Path], warm: int, repeat: int, one_round: Any) -> list[dict[str, Any]]:
+    """`warm` untimed, then `repeat` timed rounds of `one_round(side) -> figures`, each round running both sides
+    (order alternating), the side's tree in use; the timed rounds' figures, each with its `side`."""
+    timed: list[dict[str, Any]] = []
+    sides = list(trees)
+    for i in range(warm + repeat):
+        for side in (sides if i % 2 == 0 else sides[::-1]):
+            use_tree(spark, trees[side])
+            res = {"side": side, "load": os.getloadavg()[0], **one_round(side)}
+            print(f"  {'warm ' if i < warm else 'timed'} {i:2d} {side:8s}: " + ", ".join(
+                f"{k} {v:.2f}" for k, v in res.items() if isinstance(v, float) and k != "load")
+                + f"; load {res['load']:.1f}", flush=True)
+            if i >= warm:
+                timed.append(res)
+    use_tree(spark, trees[sides[0]])
+    return timed
+
+
+def ab_summary(timed: list[dict[str, Any]], sides: list[str], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Min and median per side of `keys` (`sides`: this tree's, then the revision's) and the revision's ratios."""
+    out: dict[str, Any] = {side: min_median(timed, side, keys) for side in sides}
+    this, rev = (out[s] for s in sides)
+    for k in keys:
+        ratio = {m: rev[k][m] / this[k][m] if this[k][m] else float("nan") for m in ("min", "median")}
+        out[f"ratio_{k}"] = ratio
+        print(f"  {k}: {sides[0]} {this[k]['min']:.2f} / {this[k]['median']:.2f}, {sides[1]} {rev[k]['min']:.2f} / "
+              f"{rev[k]['median']:.2f} (min / median): {sides[1]} / {sides[0]} {ratio['min']:.3f}x min, "
+              f"{ratio['median']:.3f}x median", flush=True)
+    return out
+
+
+REPORT_VOLATILE = ("run_id", "started_at", "finished_at", "duration_s", "timings")
+"""Run report keys that differ between two runs of the same input."""
+
+
+def ab_normalize(spark, args: argparse.Namespace, vf: str) -> dict[str, Any]:
+    """`normalize` of one format, rounds alternating between this tree and revision `args.ab`."""
+    work = Path(args.work)
+    root = workload(work, vf, args.changes, args.tables, args.rows, args.seed, args.files)
+    files = input_files(root, vf)
+    scratch = fresh_scratch(work, f"ab-{vf}")
+    reports: dict[str, dict[str, Any]] = {}
+
+    def one_round(side: str) -> dict[str, Any]:
+        res: dict[str, Any] = {}
+        _, report = measured(res, "normalize", lambda: normalize(spark, vf, root, files, str(scratch / "lake")))
+        reports[side] = {k: v for k, v in report.items() if k not in REPORT_VOLATILE}
+        return {k: v for k, v in res.items() if k in ("normalize_s", "normalize_cpu")}
+
+    with revision_tree(args.ab) as rev_src:
+        trees = {"this": own_tree(), args.ab: rev_src}
+        print(f"{vf}: {len(files)} files; A/B of normalize, this tree ({trees['this']}) against {args.ab}", flush=True)
+        use_tree(spark, trees["this"])
+        warm_up(spark, vf, root, files, scratch)
+        timed = ab_rounds(spark, trees, 1, args.repeat, one_round)
+    differ = sorted(k for k in set(reports["this"]) | set(reports[args.ab])
+                    if reports["this"].get(k) != reports[args.ab].get(k))
+    if differ:
+        print(f"  the two sides' run reports differ in: {', '.join(differ)}", flush=True)
+    return {"format": vf, "rev": args.ab, "rounds": timed, "reports_differ": differ,
+            **ab_summary(timed, list(trees), ("normalize_s", "normalize_cpu"))}
+
+
+# -- growth with size -------------------------------------------------------------------------------------------
+def fit(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
+    """Least-squares line y = a + b x; returns (a, b, R squared)."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    a = my - b * mx
+    ss_tot = sum((y - my) ** 2 for y in ys)
+    ss_res = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys, strict=True))
+    return a, b, 1 - ss_res / ss_tot if ss_tot else 1.0
+
+
+def growth(spark, args: argparse.Namespace, vf: str) -> dict[str, Any]:
+    """`normalize` of one format at each of `args.sizes` changes (the same number of files at every size, so the
+    parallelism is the same): CPU per event against the smallest size's (flat means linear), the JVM heap still
+    in use after GC, the peak RSS per process kind, and the least-squares line over the sizes."""
+    work = Path(args.work)
+    sizes = sorted(int(x) for x in args.sizes.split(",") if x.strip())
+    roots = {n: workload(work, vf, n, args.tables, args.rows, args.seed, args.files) for n in sizes}
+    scratch = fresh_scratch(work, f"sizes-{vf}")
+    warm_up(spark, vf, roots[sizes[0]], input_files(roots[sizes[0]], vf), scratch)
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        files = input_files(roots[n], vf)
+        lake = str(scratch / f"lake-{n}")
+        res: dict[str, Any] = {"changes": n, "files": len(files), "load_before": os.getloadavg()}
+        baselines.reset_peaks(spark)
+        with baselines.HeapAfterGc(spark) as heap:
+            report = measured(res, "normalize", lambda f=files, lk=lake, r=roots[n]: normalize(spark, vf, r, f, lk)[1])
+        res.update(heap_after_gc_mb=heap.peak_mb, heap_max_mb=heap.max_mb, records=report["records_read"],
+                   input_mb=sum(os.path.getsize(f) for f in files) / 2**20,
+                   lake_mb=sum(p.stat().st_size for p in Path(lake).rglob("*") if p.is_file()) / 2**20,
+                   load_after=os.getloadavg())
+        rows.append(res)
+        print(f"  {n:>10,} changes, {res['records']:>10,} events: {res['normalize_s']:7.1f} s "
+              f"({res['normalize_cpu']:.1f} CPU s, {res['normalize_cpu'] / res['records'] * 1e6:.1f} µs an event); "
+              f"heap after GC {heap.peak_mb:.0f} of {heap.max_mb:.0f} MiB; peak RSS MiB {_fmt(res['normalize_peak_mb'])}"
+              f"; input {res['input_mb']:.0f} MiB, lake {res['lake_mb']:.0f} MiB", flush=True)
+        shutil.rmtree(lake, ignore_errors=True)
+    millions = [r["records"] / 1e6 for r in rows]
+    base = rows[0]["normalize_cpu"] / millions[0]
+    for r, m in zip(rows, millions, strict=True):
+        r["cpu_per_event_vs_smallest"] = r["normalize_cpu"] / m / base
+    lines = {}
+    for key in ("normalize_s", "normalize_cpu"):
+        a, b, r2 = fit(millions, [r[key] for r in rows])
+        lines[key] = {"fixed": a, "per_million": b, "r2": r2}
+        print(f"  {key}: {a:.1f} s fixed + {b:.1f} s per million events (R^2 = {r2:.4f}); CPU per event vs the "
+              f"smallest size: " + ", ".join(f"{r['cpu_per_event_vs_smallest']:.2f}x" for r in rows), flush=True)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return {"format": vf, "rows": rows, "fit": lines}
+
+
 # -- report ----------------------------------------------------------------------------------------------------
 def _check(name: str, ratio: float, target: float) -> str:
     return f"{name} {ratio:.2f}x CPU (<= {target:g}x: {'met' if ratio <= target else 'MISSED'})"
@@ -258,7 +430,7 @@ def save_results(work: Path, prefix: str, payload: dict[str, Any]) -> Path:
 
 
 def verdict(r: dict[str, Any], results: list[dict[str, Any]] | None = None) -> str:
-    """Issue 13's targets on CPU seconds (steadier than wall time on a busy machine)."""
+    """The normalize targets, on CPU seconds (steadier than wall time on a busy machine)."""
     out = []
     if "ratio_handwritten_dedup_cpu" in r:
         out.append(_check("hand-written", r["ratio_handwritten_dedup_cpu"], TARGET_HANDWRITTEN))
@@ -338,7 +510,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--skip-baselines", action="store_true", help="no hand-written/fastavro/DuckDB runs")
     p.add_argument("--keep", action="store_true", help="keep the scratch lakes under WORK/scratch")
     p.add_argument("--memory-mb", type=int, default=300, help="file size of the reader memory check (0: skip)")
-    return parse_workload(p, argv)
+    p.add_argument("--ab", metavar="REV", help="instead: normalize of each format alternating between this tree and "
+                   "git revision REV (a temporary worktree), --repeat timed rounds after one warm-up round")
+    p.add_argument("--repeat", type=int, default=3, help="timed rounds per side of --ab")
+    p.add_argument("--sizes", metavar="N,M,...", help="instead: growth with size of the first format, normalized at "
+                   "each of these change counts")
+    args = parse_workload(p, argv)
+    if args.ab and args.sizes:
+        p.error("--ab and --sizes are two modes: pick one")
+    if args.sizes and len([x for x in args.sizes.split(",") if x.strip()]) < 2:
+        p.error("--sizes needs at least two sizes")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -348,6 +530,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cdcnorm bench: {args.changes:,} changes per format, {os.cpu_count()} cores, load {os.getloadavg()}",
           flush=True)
     spark = spark_session(args.master, args.driver_memory)
+    if args.ab or args.sizes:
+        if args.ab:
+            payload = [ab_normalize(spark, args, vf) for vf in args.formats.split(",")]
+        else:
+            payload = [growth(spark, args, args.formats.split(",")[0])]
+        path = save_results(work, "ab-" if args.ab else "sizes-", {"args": vars(args), "results": payload})
+        print(f"\nresults: {path}")
+        spark.stop()
+        return 0
     results = [bench_format(spark, args, vf) for vf in args.formats.split(",")]
     print()
     print(table(results))

@@ -1,4 +1,5 @@
-"""The cost of one continuous-mode micro-batch, and the latency from a file landing to its rows committed.
+"""The cost of one continuous-mode micro-batch against a minimal `availableNow` query over the same files, and
+the latency from a file landing to its rows committed.
 
 1. Cost. A simulated Datastream JSON workload of about 1 k events (`--events`, quirks off, a few files) is read,
    on a warm JVM, by two `availableNow` queries over the same folder, alternating which goes first:
@@ -12,8 +13,17 @@
    time; per file, latency = the end of the micro-batch that committed it (the lake holds its rows) - the
    moment it landed. p50 / p95 / max are reported.
 
+3. `--ab REV` (instead of 1 and 2): the follow micro-batch of 1, rounds alternating in one process on one warm JVM
+   between this tree and git revision REV checked out in a temporary worktree (the driver re-imports `cdcnorm`
+   from the round's tree, each tree has its own Python workers); `--warm` untimed rounds per side, then
+   `--repeat` timed ones; min and median wall and CPU per side, Spark jobs and Delta commits per batch. On a
+   shared machine the load moves between two benchmark runs more than a change moves a micro-batch's cost: this
+   is the like-for-like comparison of two trees.
+
 Usage: python benchmarks/follow_batch.py [--events 1000] [--repeat 5] [--warm 2] [--latency-files 20] [--interval 2]
-       [--trigger 1] [--work .bench]. Results: WORK/results/follow-<timestamp>.json; figures in docs/benchmarks.md.
+       [--trigger 1] [--work .bench]
+       python benchmarks/follow_batch.py --ab main --warm 10 --repeat 4
+Results: WORK/results/follow-<timestamp>.json (follow-ab-<timestamp>.json); figures in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -104,6 +114,37 @@ def cost(spark, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return res
 
 
+def ab(spark, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """The follow micro-batch of :func:`cost`, alternating between this tree and revision `args.ab`."""
+    from cdcnorm.simulate import Manifest
+
+    tables, rows = 1, max(1, args.events // 5)
+    root = bench.workload(work, VF, args.events - tables * rows, tables, rows, args.seed, 1)
+    folder = str(Manifest.load(root).input_dir(VF))
+    scratch = bench.fresh_scratch(work, "follow-ab")
+    rounds = iter(range(10**9))
+
+    def one_round(side: str) -> dict[str, Any]:
+        from cdcnorm.lake.commit import open_lake
+        from cdcnorm.lake.store import Lake
+
+        lake = str(scratch / f"lake-{next(rounds)}")
+        open_lake(spark, lake, create=True)  # creating the lake's tables is not the micro-batch's cost
+        dag = spark.sparkContext._jsc.sc().dagScheduler()
+        jobs0 = dag.nextJobId()
+        res: dict[str, Any] = {}
+        got = bench.measured(res, "batch", lambda: follow_query(spark, folder, lake))
+        assert [b.status for b in got] == ["committed"], got
+        return {"batch_s": res["batch_s"], "batch_cpu": res["batch_cpu"], "jobs": dag.nextJobId() - jobs0,
+                "commits": sum(t.version() for t in Lake(spark, lake).tables.values())}
+
+    with bench.revision_tree(args.ab) as src:
+        trees = {"this": bench.own_tree(), args.ab: src}
+        print(f"  follow micro-batch A/B: this tree ({trees['this']}) against {args.ab}", flush=True)
+        timed = bench.ab_rounds(spark, trees, args.warm, args.repeat, one_round)
+    return {"rev": args.ab, "rounds": timed, **bench.ab_summary(timed, list(trees), ("batch_s", "batch_cpu", "jobs", "commits"))}
+
+
 def latency(spark, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from cdcnorm.lake.store import Lake
     from cdcnorm.simulate.feed import feed, landed, prepare
@@ -166,6 +207,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--work", default=".bench")
     p.add_argument("--master", default="local[*]")
     p.add_argument("--driver-memory", default="2g")
+    p.add_argument("--ab", metavar="REV", help="instead: the micro-batch alternating between this tree and git "
+                   "revision REV (a temporary worktree)")
     return p.parse_args(argv)
 
 
@@ -176,6 +219,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.cpu_count()} cores, load {os.getloadavg()}", flush=True)
     spark = bench.spark_session(args.master, args.driver_memory)
     baselines.reset_peaks(spark)
+    if args.ab:
+        res = {"args": vars(args), "load_before": os.getloadavg(), "ab": ab(spark, args, work),
+               "load_after": os.getloadavg()}
+        print(f"results: {bench.save_results(work, 'follow-ab-', res)}")
+        spark.stop()
+        return 0
     res = {"args": vars(args), "load_before": os.getloadavg(), "cost": cost(spark, args, work),
            "latency": latency(spark, args, work) if args.latency_files else None, "load_after": os.getloadavg()}
     print(f"results: {bench.save_results(work, 'follow-', res)}")

@@ -1,7 +1,8 @@
-"""The floor of a continuous-mode micro-batch: a ladder of `availableNow` queries from the minimal one to cdcnorm's.
+"""The floor of a continuous-mode micro-batch: a ladder of `availableNow` queries from the minimal one (the
+baseline, L0) to cdcnorm's follow micro-batch, each rung's CPU and wall as a ratio to L0's.
 
-Why: issue 12 wants a 1 k-event micro-batch to cost at most 2x a minimal `availableNow` query (`readStream` of the
-same files -> `foreachBatch` writing Parquet), CPU and wall. The issue also fixes how a micro-batch must work: a
+Why: the target is a 1 k-event micro-batch at most 2x a minimal `availableNow` query (`readStream` of the same
+files -> `foreachBatch` writing Parquet), CPU and wall. The requirements also fix how a micro-batch must work: a
 stream of file *paths* (the executors open the files), the vendor adapter's decode in Python, a commit through the
 Delta protocol with (query id, batch id) as the Delta transaction. Each rung below adds one of those requirements
 to the rung before it, so the ladder says what the requirements cost by themselves (the least any implementation
@@ -25,7 +26,7 @@ workers, other children: the Python source's planner), Spark jobs (with their na
 the moments the micro-batch reached its steps; the floor (fastest round) and median, and their ratios to L0's.
 
 Usage: python benchmarks/follow_floor.py [--warm 12] [--repeat 5] [--events 1000] [--work .bench]
-Results: WORK/results/follow-floor-<timestamp>.json; figures in docs/benchmarks.md ("Session 13").
+Results: WORK/results/follow-floor-<timestamp>.json; figures in docs/benchmarks.md ("What limits it").
 """
 
 from __future__ import annotations

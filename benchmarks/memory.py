@@ -1,4 +1,5 @@
-"""Memory of the file readers: decode a large generated file per container and report the RSS growth.
+"""Memory of the file readers: decode a large generated file per container and report the RSS growth above the
+RSS after a warm-up decode (the baseline), against a 64 MiB limit.
 
 Why: no adapter may hold a whole input file in memory. For each container (JSON lines, concatenated JSON,
 JSON array, gzip, Avro, Parquet, CSV) this generates a file of about `--size-mb` MiB from the vendor samples,

@@ -1,11 +1,12 @@
 """Where a warm `normalize` spends its CPU: per Spark stage (executor CPU from Spark's REST API) and per JVM thread
-kind (from `/proc/<jvm>/task/*/stat`: executor tasks, JIT compilers, GC), next to the CPU of each process kind.
+kind (from `/proc/<jvm>/task/*/stat`: executor tasks, JIT compilers, GC), next to the CPU of each process kind
+(driver, JVM, Python workers). A profile, not a ratio: no baseline is run.
 
 After `bench.py`'s warm-up, each round normalizes the workload into a fresh lake and prints its figures; the
 later rounds show a warmer JVM (the JIT compiles Spark's own code over the first runs).
 
 Usage: python benchmarks/profile_normalize.py [--changes 200000] [--formats datastream-json] [--rounds 2]
-Figures in docs/benchmarks.md ("Where a warm run goes (session 14)").
+Figures in docs/benchmarks.md ("What limits it").
 """
 
 from __future__ import annotations
