@@ -82,11 +82,10 @@ def test_the_patterns_tell_history_from_product_words():
                "Full apply (`apply15` branch)", "(integration branch int8)", "# -- fourth round (kernel4) --",
                "measured on int13", "Sessions 7 to 11"]
     product = ["spark.sql.session.timeZone", "one Spark session for the whole run", "a session-wide fixture",
-               "3 warm-up rounds", "python benchmarks/cold_ab.py --rounds 4", "if rnd:  # round 0 warms JVMs",
+               "3 warm-up rounds", "python benchmarks/small_file.py --rounds 4", "if rnd:  # round 0 warms JVMs",
                "a round trip through Parquet", "int8..int64 (the smallest that fits)", "INT1 / INT4 / INT8",
                "INT96 timestamps", "pa.int32()", "np.int64", "F.lead('sort_key')", "an interval of 5 s",
-               "the leading zeros", "no issue with that", "the branches of a union", "follow_floor.py",
-               "cold_timeline.py", "_helper_free", "apply_small.py"]
+               "the leading zeros", "no issue with that", "the branches of a union", "follow_floor.py", "_helper_free"]
     assert [t for t in history if not history_hits(t)] == []
     assert [t for t in product if history_hits(t)] == []
 

@@ -4,7 +4,7 @@ Spark puts its zipped copy of pyspark (`$SPARK_HOME/python/lib/pyspark.zip`, and
 Python worker's PYTHONPATH. Python never caches bytecode for modules imported from a zip, so each Python process
 Spark starts compiles pyspark from source: the streaming source's planner (one per query: every follow query and
 every batch `normalize` starts one for the paths source) spends about 1.1 CPU s starting, against 0.35 s importing
-the installed copy, a third of a 1 k-event micro-batch's CPU (docs/benchmarks.md, "Continuous mode").
+the installed copy, once per Python process Spark starts.
 
 With pip's pyspark the zip *is* the installed package (SPARK_HOME is the package's folder), so a worker loses
 nothing by importing the installed copy. :func:`worker_python` returns a small `/bin/sh` launcher that removes
