@@ -104,7 +104,8 @@ def test_architecture_picture_names_real_modules():
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     picture = re.search(r"^```\n(.*?)^```", text, re.S | re.M).group(1)
     packages = {p.name for p in (ROOT / "src" / "cdcnorm").iterdir() if (p / "__init__.py").is_file()}
-    dotted = set(re.findall(r"\b((?:%s)(?:\.[a-z_]+)+)\b" % "|".join(packages), picture))
+    alternatives = "|".join(sorted(packages))
+    dotted = set(re.findall(rf"\b((?:{alternatives})(?:\.[a-z_]+)+)\b", picture))
     leading = set(re.findall(r"^  ([a-z_.]+) \.\.", picture, re.M))
     missing = []
     for name in sorted(dotted | leading):

@@ -72,17 +72,17 @@ _JS = r"""
     svg.removeChild(t);
     return w > 0 ? w : s.length * 6.6;
   }
-  function fitLabel(svg, s, max) {
-    s = String(s);
-    var w = textWidth(svg, s);
-    if (w <= max) return {text: s, full: s, width: w};
+  function fitLabel(svg, s, max, suffix) {  // a suffix (e.g. the side) is kept whole; the name is cut
+    s = String(s); suffix = suffix || '';
+    var w = textWidth(svg, s + suffix);
+    if (w <= max) return {text: s + suffix, full: s + suffix, width: w};
     var lo = 0, hi = s.length - 1;
     while (lo < hi) {
       var mid = (lo + hi + 1) >> 1;
-      if (textWidth(svg, s.slice(0, mid) + '\u2026') <= max) lo = mid; else hi = mid - 1;
+      if (textWidth(svg, s.slice(0, mid) + '\u2026' + suffix) <= max) lo = mid; else hi = mid - 1;
     }
-    var cut = s.slice(0, lo) + '\u2026';
-    return {text: cut, full: s, width: textWidth(svg, cut)};
+    var cut = s.slice(0, lo) + '\u2026' + suffix;
+    return {text: cut, full: s + suffix, width: textWidth(svg, cut)};
   }
   function label(svg, attrs, fit) {
     var t = el('text', attrs, svg, fit.text);
@@ -129,14 +129,14 @@ _JS = r"""
     });
     legend(fig, series.map(function (s) { return s.name; }));
   }
-  // Horizontal stacked bars: one row per label, segments by key. The left margin is the longest label's width
+  // Horizontal stacked bars: one row per name (and suffix), segments by key. The left margin is the longest label's width
   // (labels beyond half the chart are cut), the right margin the widest total's.
   function stacked(fig, rows, keys) {
     var W = 560, rowH = 20, T = 6;
     var H = T + rows.length * (rowH + 6) + 20;
     if (!rows.length) { empty(fig, 'nothing to show'); return; }
     var svg = el('svg', {viewBox: '0 0 ' + W + ' ' + H, width: '100%', role: 'img'}, fig);
-    var fits = rows.map(function (r) { return fitLabel(svg, r.label, W / 2 - 12); });
+    var fits = rows.map(function (r) { return fitLabel(svg, r.name, W / 2 - 12, r.suffix); });
     var L = Math.max(60, Math.ceil(widest(fits)) + 12);
     var totals = rows.map(function (r) { var s = 0; keys.forEach(function (k) { s += r.values[k] || 0; }); return s; });
     var max = Math.max.apply(null, totals.concat([0]));
@@ -148,7 +148,7 @@ _JS = r"""
         var v = r.values[k] || 0; if (!v) return;
         var w = (W - L - R) * v / (max || 1);
         var rect = el('rect', {x: x, y: y, width: w, height: rowH, fill: color(k, j)}, svg);
-        el('title', {}, rect, r.label + ' · ' + k + ': ' + v); x += w;
+        el('title', {}, rect, fits[i].full + ' · ' + k + ': ' + v); x += w;
       });
       el('text', {x: x + 4, y: y + 14}, svg, String(totals[i]));
     });
@@ -177,7 +177,7 @@ _JS = r"""
         ['left', 'right'].forEach(function (side) {
           var ops = (x.stream.ops && x.stream.ops[side] && x.stream.ops[side].all) || {};
           Object.keys(ops).forEach(function (k) { keys[k] = 1; });
-          rows.push({label: x.name + ' · ' + side, values: ops});
+          rows.push({name: x.name, suffix: ' · ' + side, values: ops});
         });
       });
       var order = ['SNAPSHOT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'DDL'];
