@@ -1,7 +1,8 @@
 """The compare report's chart labels fit their charts: long table names are neither cut at the edge nor overlap.
 
 The report is rendered from a small hand-made compare report (no Spark) with table names from 2 to 70
-characters, opened in headless chromium (installed as tests/test_compare_html.py does), and measured there: a
+characters, opened in headless chromium (installed as tests/test_compare_html.py does; these run with `make test-slow`, as
+that module does), and measured there: a
 script the test appends records each chart text's box relative to its SVG's box after the charts are drawn.
 """
 
@@ -64,6 +65,9 @@ def report() -> dict:
             "freshness": {"right_behind_left_s": 1.5}}
 
 
+browser = pytest.mark.slow  # a browser, as tests/test_compare_html.py: `make test-slow`
+
+
 @pytest.fixture(scope="module")
 def dom(chromium, tmp_path_factory):  # noqa: F811 - the fixture imported above
     root = tmp_path_factory.mktemp("labels")
@@ -90,6 +94,7 @@ def _texts(svg: str) -> list[tuple[str, str | None, list[float]]]:
     return out
 
 
+@browser
 @pytest.mark.parametrize("chart", ["differences", "opmix", "lag", "latency"])
 def test_every_label_is_inside_its_chart(dom, chart):
     texts = _texts(_chart(dom, chart))
@@ -99,6 +104,7 @@ def test_every_label_is_inside_its_chart(dom, chart):
     assert all(box[4] > 0 for *_, box in texts), "texts were not laid out"
 
 
+@browser
 @pytest.mark.parametrize("chart", ["differences", "opmix", "lag"])
 def test_table_names_are_whole_or_cut_with_their_full_name_on_hover(dom, chart):
     labels = [(shown, full) for shown, full, _ in _texts(_chart(dom, chart)) if full]
@@ -113,9 +119,9 @@ def test_table_names_are_whole_or_cut_with_their_full_name_on_hover(dom, chart):
     assert any(shown != full for shown, full in labels if full.startswith(LONG)), "a 70-character name fits nowhere"
 
 
+@browser
 def test_op_mix_labels_use_the_room_they_need(dom):
-    """The op-mix chart's left margin follows its longest label: the long name's row label starts near the edge,
-    and a chart of short names keeps its bars wide."""
+    """The op-mix chart's left margin follows its longest label: the long name's row labels start near the edge."""
     texts = _texts(_chart(dom, "opmix"))
     long_rows = [box for shown, full, box in texts if full and full.startswith(LONG)]
     assert long_rows and all(box[0] < 20 for box in long_rows)
