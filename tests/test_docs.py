@@ -60,3 +60,76 @@ def test_architecture_doc_shows_the_tested_tutorial():
     base = block.search((root / "src" / "cdcnorm" / "adapters" / "base.py").read_text(encoding="utf-8")).group(0)
     doc = block.search((root / "docs" / "architecture.md").read_text(encoding="utf-8")).group(0)
     assert doc == base
+
+
+def _python_blocks(text: str) -> list[str]:
+    """The ```python blocks of a Markdown text, those indented in list items included (dedented)."""
+    import re
+    import textwrap
+
+    return [textwrap.dedent(body) for _, body in re.findall(r"^([ \t]*)```python\n(.*?)^\1```", text, re.S | re.M)]
+
+
+def test_every_cdcnorm_import_in_the_docs_python_blocks_resolves():
+    """`from cdcnorm.x import y` and `import cdcnorm.x` lines of ```python blocks in README.md and docs/ import."""
+    import re
+
+    imports = re.compile(r"^\s*(?:from\s+(cdcnorm(?:\.\w+)*)\s+import\s+\(?([\w\s,]+)\)?|import\s+(cdcnorm[\w.]*(?:\s+as\s+\w+)?"
+                         r"(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*))\s*(?:#.*)?$", re.M)
+    checked, missing = [], []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for block in _python_blocks(path.read_text(encoding="utf-8")):
+            for m in imports.finditer(block):
+                if m.group(1):
+                    names = [f"{m.group(1)}.{n.split(' as ')[0].strip()}" for n in m.group(2).split(",") if n.strip()]
+                else:
+                    names = [n.split(" as ")[0].strip() for n in m.group(3).split(",")]
+                    names = [n for n in names if n.startswith("cdcnorm")]
+                for name in names:
+                    checked.append(name)
+                    try:
+                        _resolve(name)
+                    except (AttributeError, ModuleNotFoundError):
+                        missing.append(f"{path.relative_to(ROOT)}: {name}")
+    assert {"cdcnorm.runtime.session.get_spark", "cdcnorm.ingest.sources.EVENT_HUBS_COLUMNS",
+            "cdcnorm.testing.AdapterContract"} <= set(checked)
+    assert not missing, f"the docs' Python blocks import names that do not exist: {missing}"
+
+
+def test_architecture_picture_names_real_modules():
+    """Every package or module the picture in docs/architecture.md names (`runtime.fs`, `lake.commit`, `state`,
+    ...) exists under `cdcnorm`, and the picture follows a record through the whole flow in order."""
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    picture = re.search(r"^```\n(.*?)^```", text, re.S | re.M).group(1)
+    packages = {p.name for p in (ROOT / "src" / "cdcnorm").iterdir() if (p / "__init__.py").is_file()}
+    alternatives = "|".join(sorted(packages))
+    dotted = set(re.findall(rf"\b((?:{alternatives})(?:\.[a-z_]+)+)\b", picture))
+    leading = set(re.findall(r"^  ([a-z_.]+) \.\.", picture, re.M))
+    missing = []
+    for name in sorted(dotted | leading):
+        try:
+            _resolve(f"cdcnorm.{name}")
+        except (AttributeError, ModuleNotFoundError):
+            missing.append(name)
+    assert not missing, f"the architecture picture names modules that do not exist: {missing}"
+    flow = ["runtime.fs", "ingest.sources", "adapters", "ingest.pairing", "lake.dedup", "lake.commit", "lake.store",
+            "state", "LAKE/current/"]
+    where = [picture.index(step) for step in flow]
+    assert where == sorted(where), "the picture's steps are out of order"
+    assert "migrate" in picture and {"containers", "canonical", "streaming", "ingest.pipeline"} <= set(
+        re.findall(r"[a-z_.]+", picture))
+
+
+def test_package_tour_paths_exist():
+    """The files and folders the README's Development section names (`ingest/sources.py`, `lake/delta/`, ...)
+    exist under src/cdcnorm/ (or the repository)."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Development"):]
+    paths = set(re.findall(r"`([a-z_]+(?:/[a-z_]+)*(?:/|\.py))`", section))
+    assert {"ingest/sources.py", "lake/commit.py", "runtime/session.py", "lake/delta/"} <= paths
+    missing = [p for p in sorted(paths) if not ((ROOT / "src" / "cdcnorm" / p).exists() or (ROOT / p).exists())]
+    assert not missing, f"the README's package tour names paths that do not exist: {missing}"

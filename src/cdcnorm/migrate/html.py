@@ -64,18 +64,56 @@ _JS = r"""
     });
     fig.appendChild(div);
   }
+  // Labels are measured where they are drawn (an estimate where the page has no layout), and cut with an
+  // ellipsis beyond `max` user units; the full text is the label's <title> (shown on hover).
+  function textWidth(svg, s) {
+    var t = el('text', {x: 0, y: -100}, svg, s), w = 0;
+    try { w = t.getComputedTextLength(); } catch (e) { w = 0; }
+    svg.removeChild(t);
+    return w > 0 ? w : s.length * 6.6;
+  }
+  function fitLabel(svg, s, max, suffix) {  // a suffix (e.g. the side) is kept whole; the name is cut
+    s = String(s); suffix = suffix || '';
+    var w = textWidth(svg, s + suffix);
+    if (w <= max) return {text: s + suffix, full: s + suffix, width: w};
+    var lo = 0, hi = s.length - 1;
+    while (lo < hi) {
+      var mid = (lo + hi + 1) >> 1;
+      if (textWidth(svg, s.slice(0, mid) + '\u2026' + suffix) <= max) lo = mid; else hi = mid - 1;
+    }
+    var cut = s.slice(0, lo) + '\u2026' + suffix;
+    return {text: cut, full: s + suffix, width: textWidth(svg, cut)};
+  }
+  function label(svg, attrs, fit) {
+    var t = el('text', attrs, svg, fit.text);
+    el('title', {}, t, fit.full);
+    return t;
+  }
+  function widest(fits) { var m = 0; fits.forEach(function (f) { if (f.width > m) m = f.width; }); return m; }
   function empty(fig, msg) {
     var p = document.createElement('p'); p.className = 'muted'; p.textContent = msg; fig.appendChild(p);
     el('svg', {width: 1, height: 1}, fig);
   }
-  // Grouped vertical bars: categories on x, one bar per series.
+  // Grouped vertical bars: categories on x, one bar per series. Category labels are turned 30 degrees; the
+  // bottom margin holds the longest, the left margin the first ones (a label reaches left of its bar group).
   function grouped(fig, cats, series, unit) {
-    var W = 560, H = 240, L = 48, B = 54, T = 10;
+    var W = 560, ph = 176, T = 10, MAXL = 150, SIN = 0.5, COS = 0.866;
     var max = 0; series.forEach(function (s) { s.values.forEach(function (v) { if (v > max) max = v; }); });
     if (!cats.length || max === 0) { empty(fig, 'nothing to show'); legend(fig, series.map(function (s) { return s.name; })); return; }
     if (unit !== 's') max = Math.max(4, Math.ceil(max / 4) * 4);  // counts: whole-number ticks
-    var svg = el('svg', {viewBox: '0 0 ' + W + ' ' + H, width: '100%', role: 'img'}, fig);
-    var pw = W - L - 8, ph = H - B - T, gw = pw / cats.length, bw = Math.max(2, (gw - 8) / series.length);
+    var svg = el('svg', {width: '100%', role: 'img'}, fig);
+    var fits = cats.map(function (c) { return fitLabel(svg, c, MAXL); });
+    var L = 48, gw;
+    for (var pass = 0; pass < 12; pass++) {  // the left end of label i: L + (i + .5) * gw - width * cos - 4.5 >= 2
+      gw = (W - L - 8) / cats.length;
+      var need = 48;
+      fits.forEach(function (f, i) { need = Math.max(need, Math.ceil(f.width * COS + 6.5 - (i + 0.5) * gw)); });
+      if (need <= L) break;
+      L = need;
+    }
+    var B = Math.max(54, Math.ceil(14 + widest(fits) * SIN + 8)), H = T + ph + B;
+    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    var bw = Math.max(2, (gw - 8) / series.length);
     for (var t = 0; t <= 4; t++) {
       var y = T + ph - ph * t / 4; el('line', {x1: L, x2: W - 8, y1: y, y2: y, stroke: '#e6e8eb'}, svg);
       el('text', {x: L - 4, y: y + 4, 'text-anchor': 'end'}, svg, fmt(max * t / 4, unit));
@@ -86,29 +124,33 @@ _JS = r"""
         var r = el('rect', {x: L + i * gw + 4 + j * bw, y: T + ph - h, width: bw - 1, height: h, fill: color(s.name, j)}, svg);
         el('title', {}, r, s.name + ' · ' + c + ': ' + fmt(v, unit));
       });
-      var lx = L + i * gw + gw / 2;
-      el('text', {x: lx, y: T + ph + 14, 'text-anchor': 'end', transform: 'rotate(-30 ' + lx + ' ' + (T + ph + 14) + ')'}, svg, c);
+      var lx = L + i * gw + gw / 2, ly = T + ph + 14;
+      label(svg, {x: lx, y: ly, 'text-anchor': 'end', transform: 'rotate(-30 ' + lx + ' ' + ly + ')'}, fits[i]);
     });
     legend(fig, series.map(function (s) { return s.name; }));
   }
-  // Horizontal stacked bars: one row per label, segments by key.
+  // Horizontal stacked bars: one row per name (and suffix), segments by key. The left margin is the longest label's width
+  // (labels beyond half the chart are cut), the right margin the widest total's.
   function stacked(fig, rows, keys) {
-    var W = 560, rowH = 20, L = 170, T = 6;
+    var W = 560, rowH = 20, T = 6;
     var H = T + rows.length * (rowH + 6) + 20;
     if (!rows.length) { empty(fig, 'nothing to show'); return; }
     var svg = el('svg', {viewBox: '0 0 ' + W + ' ' + H, width: '100%', role: 'img'}, fig);
-    var max = 0; rows.forEach(function (r) { var s = 0; keys.forEach(function (k) { s += r.values[k] || 0; }); if (s > max) max = s; });
+    var fits = rows.map(function (r) { return fitLabel(svg, r.name, W / 2 - 12, r.suffix); });
+    var L = Math.max(60, Math.ceil(widest(fits)) + 12);
+    var totals = rows.map(function (r) { var s = 0; keys.forEach(function (k) { s += r.values[k] || 0; }); return s; });
+    var max = Math.max.apply(null, totals.concat([0]));
+    var R = Math.ceil(textWidth(svg, String(max))) + 10;
     rows.forEach(function (r, i) {
       var y = T + i * (rowH + 6), x = L;
-      el('text', {x: L - 6, y: y + 14, 'text-anchor': 'end'}, svg, r.label);
+      label(svg, {x: L - 6, y: y + 14, 'text-anchor': 'end'}, fits[i]);
       keys.forEach(function (k, j) {
         var v = r.values[k] || 0; if (!v) return;
-        var w = (W - L - 40) * v / (max || 1);
+        var w = (W - L - R) * v / (max || 1);
         var rect = el('rect', {x: x, y: y, width: w, height: rowH, fill: color(k, j)}, svg);
-        el('title', {}, rect, r.label + ' · ' + k + ': ' + v); x += w;
+        el('title', {}, rect, fits[i].full + ' · ' + k + ': ' + v); x += w;
       });
-      var total = 0; keys.forEach(function (k) { total += r.values[k] || 0; });
-      el('text', {x: x + 4, y: y + 14}, svg, String(total));
+      el('text', {x: x + 4, y: y + 14}, svg, String(totals[i]));
     });
     legend(fig, keys);
   }
@@ -135,7 +177,7 @@ _JS = r"""
         ['left', 'right'].forEach(function (side) {
           var ops = (x.stream.ops && x.stream.ops[side] && x.stream.ops[side].all) || {};
           Object.keys(ops).forEach(function (k) { keys[k] = 1; });
-          rows.push({label: x.name + ' · ' + side, values: ops});
+          rows.push({name: x.name, suffix: ' · ' + side, values: ops});
         });
       });
       var order = ['SNAPSHOT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'DDL'];
