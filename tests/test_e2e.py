@@ -57,7 +57,6 @@ def test_the_lake_holds_exactly_the_simulated_formats(e2e):
     assert {tid.stream for tid in e2e["frames"]} == every
 
 
-<<<<<<< HEAD
 NATURAL_STREAMS = {
     "replicate-json": ["shop.customers", "shop.events", "shop.order_lines"],
     "replicate-avro": ["sim-task"],
@@ -72,18 +71,6 @@ def test_replicate_streams_are_the_topic_task_or_event_hub_never_a_file(request,
     e2e = e2e_for(request, vf)
     assert sorted(_streams(e2e, vf)) == NATURAL_STREAMS[vf]
     assert e2e["manifest"].vendor_formats[vf]["files"] >= 2 * len(_streams(e2e, vf))
-=======
-def test_replicate_streams_are_the_topic_task_or_event_hub_never_a_file(e2e):
-    """A topic split over many files is ONE stream (Kafka Connect sink files, a consumer's rotated
-    dumps, Capture files), and a redelivery in another file is a duplicate (checked above)."""
-    formats = e2e["manifest"].vendor_formats
-    assert {vf: sorted(_streams(e2e, vf)) for vf in E2E_NATURAL} == {
-        "replicate-json": ["shop.customers", "shop.events", "shop.order_lines"],
-        "replicate-avro": ["sim-task"],
-        "replicate-capture": ["customers", "events", "order_lines"],
-    }
-    assert all(formats[vf]["files"] >= 2 * len(_streams(e2e, vf)) for vf in E2E_NATURAL)
->>>>>>> words
 
 
 def test_replicate_redeliveries_land_in_later_files_of_the_same_topic_partition(e2e):

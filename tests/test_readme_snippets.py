@@ -169,9 +169,6 @@ def test_kafka_snippet(readme_run):
 def test_event_hubs_snippet(readme_run):
     _, ns, _, failures = readme_run
     exc = failures.get(EVENT_HUBS_RUN)
-    if exc is not None and "AMBIGUOUS_REFERENCE" in str(exc):
-        pytest.xfail("the Event Hubs connector's DataFrame has an `offset` column of its own, and "
-                     "EVENT_HUBS_COLUMNS renames sequenceNumber onto `offset`: the reference is ambiguous")
     assert exc is None, repr(exc)
     got = ns["result"].changes.select("op", "table").collect()
     assert sorted(r["op"] for r in got) == WIDE_OPS and {r["table"] for r in got} == {"ORDERS_WIDE"}

@@ -93,10 +93,16 @@ def decode_messages(messages: DataFrame, adapter: Adapter, column_map: dict[str,
 
 def prepare_messages(df: DataFrame, column_map: dict[str, str] | None = None) -> DataFrame:
     """Rename and cast a user's DataFrame into the raw-message shape the adapters read."""
-    for src, dst in (column_map or {}).items():
+    mapping = column_map or {}
+    for src in mapping:
         if src not in df.columns:
             raise UsageError(f"Column map names '{src}', but the input has only: {', '.join(df.columns)}.")
-        df = df.withColumnRenamed(src, dst)
+    if mapping:
+        # a mapped column replaces a column of the target's name (the Event Hubs connector has an `offset`
+        # string of its own beside `sequenceNumber`)
+        targets = set(mapping.values())
+        df = df.select(*[F.col(f"`{c}`").alias(mapping.get(c, c)) for c in df.columns
+                         if c in mapping or c not in targets])
     if "value" not in df.columns:
         raise UsageError(
             "A raw-message DataFrame needs a binary 'value' column (Kafka source shape); found: "
