@@ -27,8 +27,15 @@ def normalize(
     option: OptionOpt = None,
     master: MasterOpt = None,
     dedup_window: Annotated[int | None, typer.Option(
-        "--dedup-window", min=0, help="Days of source time a new change is checked for duplicates in the lake "
-        "(default 7); older redeliveries are written and counted as dedup_unchecked.")] = None,
+        "--dedup-window", min=0, help="Check new changes for duplicates only within this many days of the run's "
+        "newest source day (default: every day they fall in, exactly); older ones are written and counted as "
+        "dedup_unchecked.")] = None,
+    reprocess: Annotated[bool, typer.Option(
+        "--reprocess", help="Read input files a committed run of the lake already read (same path, size and "
+        "modification time); their events still go through the duplicate check.")] = False,
+    pair_memory_days: Annotated[int | None, typer.Option(
+        "--pair-memory-days", min=0, help="Days of event time an update half emitted as an orphan is remembered "
+        "for a late partner (default 30).")] = None,
     follow: Annotated[bool, typer.Option("--follow", help="Keep running: normalize new files as they land, one "
                                          "micro-batch at a time, until SIGTERM / Ctrl-C (docs/follow.md).")] = False,
     trigger_seconds: Annotated[float, typer.Option("--trigger-seconds", min=0.1,
@@ -65,6 +72,7 @@ def normalize(
 
             limits = Limits(max_quarantine_rate, max_lag)
             return _follow(inputs, vendor, lake, options, master, dedup_window, progress_json, limits,
+                           reprocess=reprocess, pair_memory_days=pair_memory_days,
                            trigger=trigger_seconds, settle_seconds=settle_seconds,
                            max_files_per_trigger=max_files_per_trigger, max_bytes_per_trigger=max_bytes_per_trigger,
                            pair_wait_seconds=DEFAULT_PAIR_WAIT_SECONDS if pair_wait is None else pair_wait)
@@ -79,7 +87,8 @@ def normalize(
             from cdcnorm.streaming.follow import normalize_once
 
             batches = normalize_once(inputs, vendor, lake, spark=spark, options=options,
-                                     dedup_window_days=dedup_window, progress=lambda msg: status.update(msg))
+                                     dedup_window_days=dedup_window, progress=lambda msg: status.update(msg),
+                                     reprocess=reprocess, pair_memory_days=pair_memory_days)
         quarantined = 0
         for b in batches:
             if b.report is not None:
@@ -193,6 +202,9 @@ def print_report(report: dict[str, Any], lake: str | None = None) -> None:
     head = Table(title=f"run {report['run_id']} · {report['vendor']}")
     head.add_column("records", overflow="fold")
     head.add_column("count", justify="right")
+    if report.get("input_kind") == "files":
+        head.add_row("files read", str(report["files"]))
+        head.add_row("files skipped (read before)", str(report.get("files_skipped_known", 0)), end_section=True)
     head.add_row("read", str(report["records_read"]), end_section=True)
     for name, value in oc.items():
         head.add_row(name, str(value))

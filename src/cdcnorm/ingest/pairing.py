@@ -11,8 +11,9 @@ the lake). Entries:
 
 - `waiting`: a lone half held back (not emitted) until its event time (source time, else capture time) is
   older than the newest event time seen on its stream minus the pairing wait;
-- `orphaned`: a half that was emitted as an orphan, remembered for the dedup window (event time), so a late
-  partner can still pair with it;
+- `orphaned`: a half that was emitted as an orphan, remembered for `pair_memory_days` (default
+  :data:`DEFAULT_PAIR_MEMORY_DAYS`, of event time behind the newest on its stream), so a late partner can still
+  pair with it;
 - `released`: a tombstone ending the entry whose `entry_id` it names (a waiting half paired or released, an
   orphan superseded or expired).
 
@@ -51,6 +52,10 @@ if TYPE_CHECKING:
     from cdcnorm.adapters import Adapter
     from cdcnorm.lake.store import Lake
 
+DEFAULT_PAIR_MEMORY_DAYS = 30
+"""Days of event time an orphan half stays remembered for a late partner (`--pair-memory-days`): the `halves`
+table holds, per vendor, the orphans of that many days plus the halves still waiting (their tombstones are
+compacted away after each run that wrote some)."""
 TABLE = "halves"
 WAITING, ORPHANED, RELEASED = "waiting", "orphaned", "released"
 COMPACT_FILES = 16

@@ -35,7 +35,9 @@ from cdcnorm.canonical.schema import (
 from cdcnorm.errors import CdcError, UsageError
 from cdcnorm.ingest.figures import aggregate_figures
 from cdcnorm.ingest.first_pass import first_pass
+from cdcnorm.ingest.listing import EMPTY_PARTS, Listing, empty_frames, known_only
 from cdcnorm.ingest.pairing import (
+    DEFAULT_PAIR_MEMORY_DAYS,
     apply_pairing,
     mark_emitted_pairs,
     may_wait,
@@ -50,12 +52,14 @@ from cdcnorm.ingest.schema_rows import from_text, new_schema_texts, schema_rows,
 from cdcnorm.ingest.sources import decode_files, decode_messages, files_frame, prepare_messages
 from cdcnorm.lake.commit import open_lake, stage_and_commit, staged_rows
 from cdcnorm.lake.dedup import (
-    DEFAULT_WINDOW_DAYS,
     MARK_BY_IDS_ROWS,
+    Touched,
     dedup_scope,
     mark_duplicates,
     with_source_day,
 )
+from cdcnorm.lake.ledger import known as known_inputs
+from cdcnorm.lake.ledger import rows as ledger_rows
 from cdcnorm.lake.store import Lake, new_run_id
 from cdcnorm.lake.tables import STAGING, source_day
 from cdcnorm.runtime.fs import FileEntry, is_local, list_files, open_input
@@ -114,19 +118,23 @@ def normalize(
     run_id: str | None = None,
     pair_wait_seconds: float | None = None,
     skipped_objects: dict[str, int] | None = None,
+    reprocess: bool = False,
+    pair_memory_days: int | None = None,
 ) -> NormalizeResult:
     """Normalize files (paths) or a raw-message DataFrame into canonical change rows.
 
     With `lake`, the run is committed into the lake's Delta tables (cdcnorm.lake.commit): rows already in the
-    lake within the dedup window (`dedup_window_days`, default 7 days of source time) are counted as
-    duplicates, and concurrent runs into the same lake are safe; without it, the result's DataFrames are
+    lake (in the source days the run's changes fall in, whatever their age; within `dedup_window_days` days of
+    the run's newest day when given) are counted as duplicates, and concurrent runs into the same lake are safe; without it, the result's DataFrames are
     computed in memory. `resolves` (quarantine ids being retried) marks those ids resolved unless this run
     quarantined the same record again. `run_id` (default: a new unique id) names the run and its Delta
     transaction: a caller that may repeat a run (a micro-batch replayed after a crash) passes a deterministic one.
     With a lake, update halves pair across runs (cdcnorm.ingest.pairing): a lone half waits until its event time
     is `pair_wait_seconds` older than the newest seen (None or 0: it is emitted as an orphan at once, and a
-    partner arriving later supersedes it). `skipped_objects`: objects the caller's own listing skipped (counted in
-    the report).
+    partner arriving later supersedes it; an orphan is remembered `pair_memory_days`, default
+    DEFAULT_PAIR_MEMORY_DAYS). `skipped_objects`: objects the caller's own listing skipped (counted in
+    the report). With a lake, files a committed run already read (same identity in the lake's input-file ledger,
+    cdcnorm.lake.ledger) are skipped and counted as `files_skipped_known`, unless `reprocess`.
     """
     spark = spark or get_spark()
     use_portable_parquet(spark)
@@ -134,18 +142,20 @@ def normalize(
     run_id = run_id or new_run_id()
     lake_obj = open_lake(spark, lake) if lake else None
     return _normalize(source, vendor, spark, options, column_map, progress, resolves, run_id, started, lake_obj,
-                      dedup_window_days, pair_wait_seconds, skipped_objects or {})
+                      dedup_window_days, pair_wait_seconds, skipped_objects or {}, reprocess,
+                      DEFAULT_PAIR_MEMORY_DAYS if pair_memory_days is None else int(pair_memory_days))
 
 
 def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, options: dict[str, Any] | None,
                column_map: dict[str, str] | None, progress: Progress | None, resolves: DataFrame | None,
                run_id: str, started: dt.datetime, lake_obj: Lake | None,
                dedup_window_days: int | None, pair_wait: float | None,
-               listing_skipped: dict[str, int]) -> NormalizeResult:
+               listing_skipped: dict[str, int], reprocess: bool = False,
+               pair_memory: int = DEFAULT_PAIR_MEMORY_DAYS) -> NormalizeResult:
     say = progress or (lambda _msg: None)
     lake = lake_obj.path if lake_obj else None
     if isinstance(source, DataFrame):
-        kind, inputs, skipped, n_files = "messages", ["<DataFrame>"], {}, 0
+        kind, inputs, skipped, files = "messages", ["<DataFrame>"], {}, Listing([], 0)
         raw = prepare_messages(source, column_map)
         adapter = _adapter(vendor or _detect_messages(raw), options)
         adapter = adapter.prepare(first_pass(adapter, raw, kind, lake_obj))
@@ -159,33 +169,41 @@ def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, o
         files, skipped = list_files(spark, inputs)
         for reason, n in listing_skipped.items():
             skipped[reason] = skipped.get(reason, 0) + n
-        n_files = len(files)
         if not files:
             raise UsageError(f"No input files found under {', '.join(inputs)} (skipped: {skipped or 'none'}).")
         adapter = _adapter(vendor or _detect_files(files), options)
         files, skipped = _filter_files(adapter, files, skipped)
-        n_files = len(files)
         if not files:
             raise UsageError(f"No data files among the inputs (skipped: {skipped}).")
-        with planned_for(spark, sum(f.size for f in files)):
-            frame = files_frame(spark, files)
+        listing = Listing(files, 0)
+        if lake_obj and not reprocess:
+            known_ids = known_inputs(lake_obj, files)
+            listing = Listing([f for f in files if f.identity() not in known_ids], len(known_ids))
+            if not listing.files:
+                say(f"all {listing.known} input files were read by earlier runs")
+                report = known_only(lake_obj, build_report(EMPTY_PARTS, adapter, kind, inputs, listing, skipped,
+                                                           run_id, started))
+                return NormalizeResult(*empty_frames(spark), report, run_id, lake, None)
+        with planned_for(spark, sum(f.size for f in listing.files)):
+            frame = files_frame(spark, listing.files)
             adapter = adapter.prepare(first_pass(adapter, frame, kind, lake_obj))
             decoded = decode_files(frame, adapter)
             return _decode_and_finish(decoded, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind,
-                                      inputs, n_files, skipped, dedup_window_days, pair_wait)
+                                      inputs, listing, skipped, dedup_window_days, pair_wait, pair_memory)
     return _decode_and_finish(decoded, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind, inputs,
-                              n_files, skipped, dedup_window_days, pair_wait)
+                              files, skipped, dedup_window_days, pair_wait, pair_memory)
 
 
 def _decode_and_finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession, say: Progress,
                        resolves: DataFrame | None, run_id: str, started: dt.datetime, lake_obj: Lake | None,
-                       lake: str | None, kind: str, inputs: list[str], n_files: int, skipped: dict[str, int],
-                       window: int | None, pair_wait: float | None) -> NormalizeResult:
+                       lake: str | None, kind: str, inputs: list[str], listing: Listing, skipped: dict[str, int],
+                       window: int | None, pair_wait: float | None, pair_memory: int) -> NormalizeResult:
+    n_files = len(listing.files)
     say(f"decoding {n_files or 'DataFrame'} {'files' if n_files else ''} with the {adapter.name} adapter".replace("  ", " "))
     staged = _stage(decoded, lake_obj, run_id, adapter)
     try:
         return _finish(staged, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind, inputs,
-                       n_files, skipped, window, pair_wait)
+                       listing, skipped, window, pair_wait, pair_memory)
     finally:
         if lake_obj:
             lake_obj.fs.delete(lake_obj._p(STAGING, run_id))
@@ -193,8 +211,8 @@ def _decode_and_finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession
 
 def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress, resolves: DataFrame | None,
             run_id: str, started: dt.datetime, lake_obj: Lake | None, lake: str | None, kind: str,
-            inputs: list[str], n_files: int, skipped: dict[str, int], window: int | None,
-            pair_wait: float | None) -> NormalizeResult:
+            inputs: list[str], listing: Listing, skipped: dict[str, int], window: int | None,
+            pair_wait: float | None, pair_memory: int) -> NormalizeResult:
     decoded = staged.decoded
     decoded_changes = decoded.where(F.col(B.KIND) == KIND_CHANGE)
     pairing = None
@@ -203,7 +221,7 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
                                                              staged.balanced):
         say("pairing update halves with those of earlier runs")
         pairing = pair_across_runs(lake_obj, adapter, decoded_changes, pair_wait,
-                                   DEFAULT_WINDOW_DAYS if window is None else window,
+                                   pair_memory,
                                    lake_obj._p(STAGING, run_id, "pairing"), state)
         decoded_changes = pairing.changes
     changes = with_source_day(apply_pairing(adapter.post_process(decoded_changes), pairing))
@@ -235,7 +253,7 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
     carry = bool(lake_obj) and staged.has(KIND_SCHEMA)
     parts = aggregate_figures(decoded, marked, pairing, carry)
     parts["schemas"] = new_schema_texts(parts["schemas"], lake_obj) if carry and lake_obj else []
-    report = build_report(parts, adapter, kind, inputs, n_files, skipped, run_id, started)
+    report = build_report(parts, adapter, kind, inputs, listing, skipped, run_id, started)
     if not lake_obj:
         report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
         kept = marked.where(~F.col("_dup")).select(*[F.col(f"`{n}`") for n in COLUMN_NAMES])
@@ -249,7 +267,8 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
               # the new versions came with the counts (metadata): written from the driver's texts, if any
               "schemas": _schema_frame(spark, lake_obj, parts["schemas"]),
               "quarantine_resolved": resolved.withColumn("run_id", F.lit(run_id)) if resolved is not None else None,
-              "halves": pairing.entries if pairing and parts["entries"] else None}
+              "halves": pairing.entries if pairing and parts["entries"] else None,
+              "inputs": ledger_rows(lake_obj, listing.files, run_id, adapter.name)}
 
     def make_report(adds) -> dict[str, Any]:
         report["quarantine_new"] = staged_rows(adds, "quarantine")
@@ -300,7 +319,7 @@ class Staged:
     """The decoded rows, staged, and what the staging write observed of them on the way (no job of its own)."""
 
     decoded: DataFrame
-    days: list[tuple[str, str | None]] | None = None
+    days: Touched | None = None
     """the distinct (vendor, source day) of the changes: the partitions the dedup check reads"""
     has_waiting_half: bool | None = None
     """whether a change is an update half of a role that may wait for its partner"""
@@ -327,13 +346,19 @@ def _stage(decoded: DataFrame, lake: Lake | None, run_id: str, adapter: Adapter)
     waiting = may_wait(adapter) if adapter.waiting_roles else F.lit(False)
     seen = Observation()
     pairs = pair_balance(adapter) if adapter.waiting_roles else []
+    dayless = change & F.col("source_ts").isNull()
     decoded.observe(seen, F.collect_set(F.when(change, F.struct(F.col("vendor"), source_day()))).alias("days"),
+                    F.min(F.when(dayless, F.col("capture_ts"))).alias("dayless_lo"),
+                    F.max(F.when(dayless, F.col("capture_ts"))).alias("dayless_hi"),
+                    F.max(dayless & F.col("capture_ts").isNull()).alias("dayless_uncaptured"),
                     F.max(change & F.coalesce(waiting, F.lit(False))).alias("waiting"),
                     F.collect_set(F.col(B.KIND)).alias("kinds"), F.count_if(change).alias("changes"),
                     *pairs).write.parquet(path)
     facts = seen.get
-    return Staged(decoded.sparkSession.read.schema(decoded.schema).parquet(path),
-                  [(d["vendor"], d[1]) for d in facts["days"] or []], bool(facts["waiting"]),
+    days = {(d["vendor"], d[1]) for d in facts["days"] or []}
+    span = None if facts["dayless_uncaptured"] else (facts["dayless_lo"], facts["dayless_hi"])
+    touched = Touched(days, {v: span for v, d in days if d is None})
+    return Staged(decoded.sparkSession.read.schema(decoded.schema).parquet(path), touched, bool(facts["waiting"]),
                   bool(pairs) and pairs_balanced(facts), frozenset(facts["kinds"] or ()), int(facts["changes"] or 0))
 
 
@@ -351,7 +376,7 @@ def _quarantine_rows(decoded: DataFrame, now: dt.datetime) -> DataFrame:
 
 
 def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind: str, inputs: list[str],
-                 n_files: int, skipped: dict[str, int], run_id: str, started: dt.datetime) -> dict[str, Any]:
+                 listing: Listing, skipped: dict[str, int], run_id: str, started: dt.datetime) -> dict[str, Any]:
     """The run's report from its aggregated figures (:func:`cdcnorm.ingest.figures.aggregate_figures`), never from collected rows.
 
     Update halves waiting across runs are the `held` outcome: the records waiting at the end minus those waiting
@@ -408,7 +433,8 @@ def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind:
         "vendor": adapter.name,
         "input_kind": kind,
         "inputs": inputs,
-        "files": n_files,
+        "files": len(listing.files),
+        "files_skipped_known": listing.known,
         "skipped_objects": skipped,
         "records_read": records_read,
         "outcomes": outcomes,

@@ -1,7 +1,7 @@
-"""How a run reaches the lake: staged data files, then six idempotent Delta commits.
+"""How a run reaches the lake: staged data files, then seven idempotent Delta commits.
 
 Delta has no multi-table transaction, so a run commits its tables one after the other, in a fixed order
-(schemas, quarantine, quarantine_resolved, halves, changes, runs), each commit carrying the app transaction
+(schemas, quarantine, quarantine_resolved, halves, changes, inputs, runs), each commit carrying the app transaction
 `cdcnorm-run-<run_id>` (version 1). Between writing its data files and its first commit, a run records its
 intent (`LAKE/_commits/<run_id>.json`: the add actions per table and the report); any later writer (or the same
 command re-run) completes a pending intent: a table whose log already holds the run's app transaction is
@@ -40,7 +40,7 @@ from cdcnorm.lake.tables import SOURCE_DAY
 INTENTS = "_commits"
 SERIAL_APP = "cdcnorm-changes"
 TABLE_KEY = ("vendor", "stream", "database", "schema", "table")
-STAGED_TABLES = ("schemas", "quarantine", "quarantine_resolved", "halves", "changes")
+STAGED_TABLES = ("schemas", "quarantine", "quarantine_resolved", "halves", "changes", "inputs")
 
 
 def run_app(run_id: str) -> str:
@@ -110,6 +110,8 @@ def complete(lk: Lake, p: Pending) -> dict[str, Any]:
         crash_point(f"committed:{name}")
     versions["changes"] = _commit_changes(lk, p)
     crash_point("committed:changes")
+    versions["inputs"] = _commit_once(lk.table("inputs"), [add_action(d) for d in p.adds.get("inputs", [])], app)
+    crash_point("committed:inputs")
     _commit_report(lk, p, versions)
     crash_point("committed:runs")
     lk.fs.delete(_intent_path(lk, p.run_id))

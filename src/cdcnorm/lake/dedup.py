@@ -1,16 +1,22 @@
 """The duplicate check of a run against the lake.
 
-Dedup per lake: a batch is checked against the changes already in the lake in the partitions it touches
-(vendor, source day) within the dedup window, never against the whole lake. Concurrent writers do not lock:
-every changes commit also carries `cdcnorm-changes` (the next serial number), so of two writers committing at the
-same time one gets a conflict; it re-checks its rows against the files the other added (only those), drops
-what the other already delivered, and commits again (:mod:`cdcnorm.lake.commit`).
+Every new change is checked against the lake's changes of the same vendor in the `source_day` partitions it
+falls in, whatever their age: the cost follows the days the new input touches, not the lake's size. Changes
+without a source time (Replicate refreshes, DataHub full loads, ...) sit in the vendor's day-less partition; a
+run reads it only when it has day-less changes itself, and then only the files whose `capture_ts` range (from the
+Delta log's statistics) overlaps the new day-less changes' (an event redelivered carries the same capture time).
+`--dedup-window DAYS` opts into a horizon instead: rows more than DAYS older than the run's newest day are not
+checked and are counted as `dedup_unchecked`.
+
+Concurrent writers do not lock: every changes commit also carries `cdcnorm-changes` (the next serial number), so
+of two writers committing at the same time one gets a conflict; it re-checks its rows against the files the
+other added (only those), drops what the other already delivered, and commits again (:mod:`cdcnorm.lake.commit`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -18,9 +24,11 @@ from pyspark.sql import functions as F
 
 from cdcnorm.lake.delta.read import read_files
 from cdcnorm.lake.store import Lake
-from cdcnorm.lake.tables import SOURCE_DAY, source_day
+from cdcnorm.lake.tables import SOURCE_DAY, run_of, source_day
 
-DEFAULT_WINDOW_DAYS = 7
+Part = tuple[str, str | None]
+"""(vendor, source day): a partition of the changes table; None is the vendor's day-less partition."""
+
 
 @dataclass
 class DedupScope:
@@ -29,47 +37,77 @@ class DedupScope:
     existing: DataFrame | None
     read_version: int
     unchecked: Column
-    window_days: int
+    window_days: int | None
 
 
-def dedup_scope(lk: Lake, rows: DataFrame | list[tuple[str, str | None]],
-                window_days: int | None = None) -> DedupScope:
-    """The lake's event ids a batch (`rows`, with `source_day`, or already its distinct (vendor, source day)
-    pairs) must be checked against.
+@dataclass
+class Touched:
+    """The partitions a batch's changes fall in, and per vendor the range of its day-less changes' capture
+    times (None when one of them has none: then every day-less file of the vendor is read)."""
 
-    Per vendor, the horizon is the batch's newest source day minus the window: rows of older days are not
-    checked (they are written and counted as `dedup_unchecked`); rows of newer days are checked against the
-    lake's files of the same vendor and day, plus the files without a day (rows without a source time, lakes
-    upgraded from format 1). The cost is bounded by the window, not by the lake's size.
-    """
-    window = DEFAULT_WINDOW_DAYS if window_days is None else int(window_days)
+    parts: set[Part]
+    dayless_capture: dict[str, tuple[Any, Any] | None] = field(default_factory=dict)
+
+
+def dedup_scope(lk: Lake, rows: DataFrame | Touched | list[Part], window_days: int | None = None) -> DedupScope:
+    """The lake's event ids a batch (`rows`, with `source_day` and `capture_ts`; or what it touches) must be
+    checked against: see the module doc. With `window_days`, rows of days older than the batch's newest day minus
+    the window are not checked (they are written and counted as `dedup_unchecked`)."""
     table = lk.table("changes")
     handle = table.fresh()
     version = handle.version()
-    if isinstance(rows, DataFrame):
-        rows = [(r["vendor"], r[SOURCE_DAY]) for r in rows.select("vendor", SOURCE_DAY).distinct().collect()]
-    parts = rows
-    horizon: dict[str, str] = {}
-    for vendor, day in parts:
-        if day is not None:
-            newest = max(day, horizon.get(vendor, day))
-            horizon[vendor] = newest
-    horizon = {v: (dt.date.fromisoformat(d) - dt.timedelta(days=window)).isoformat() for v, d in horizon.items()}
-    checked = {(v, d) for v, d in parts if d is None or d >= horizon[v]}
-    files = [f["uri"] for f in table.live(handle=handle) if may_hold(f, checked)]
-    existing = read_files(lk.spark, table, files, ["event_id"]) if files else None
+    touched = touched_by(rows) if isinstance(rows, DataFrame) else rows
+    if not isinstance(touched, Touched):
+        touched = Touched(set(touched), {v: None for v, d in touched if d is None})
+    parts = touched.parts
     unchecked = F.lit(False)
-    for vendor, limit in horizon.items():
-        unchecked = unchecked | ((F.col("vendor") == vendor) & F.col(SOURCE_DAY).isNotNull()
-                                 & (F.col(SOURCE_DAY) < F.lit(limit)))
-    return DedupScope(existing, version, unchecked, window)
+    if window_days is not None:
+        newest: dict[str, str] = {}
+        for vendor, day in parts:
+            if day is not None:
+                newest[vendor] = max(day, newest.get(vendor, day))
+        horizon = {v: (dt.date.fromisoformat(d) - dt.timedelta(days=int(window_days))).isoformat()
+                   for v, d in newest.items()}
+        parts = {(v, d) for v, d in parts if d is None or d >= horizon[v]}
+        for vendor, limit in horizon.items():
+            unchecked = unchecked | ((F.col("vendor") == vendor) & F.col(SOURCE_DAY).isNotNull()
+                                     & (F.col(SOURCE_DAY) < F.lit(limit)))
+    files = [f["uri"] for f in table.live(handle=handle, stats=True) if may_hold(f, parts, touched.dayless_capture)]
+    existing = read_files(lk.spark, table, files, ["event_id"]) if files else None
+    return DedupScope(existing, version, unchecked, window_days)
 
 
-def may_hold(file: dict[str, Any], parts: set[tuple[str, str | None]]) -> bool:
-    """Whether a live changes file may hold event ids of rows in the (vendor, source_day) `parts`: a file of the
-    same vendor and day, or of the same vendor without a day (rows without a source time, upgraded lakes)."""
+def touched_by(rows: DataFrame) -> Touched:
+    """The partitions `rows` fall in and their day-less capture ranges (one small aggregation)."""
+    dayless = F.col(SOURCE_DAY).isNull()
+    got = rows.groupBy("vendor", SOURCE_DAY).agg(
+        F.min(F.when(dayless, F.col("capture_ts"))).alias("lo"), F.max(F.when(dayless, F.col("capture_ts"))).alias("hi"),
+        F.max(F.when(dayless, F.col("capture_ts").isNull()).cast("int")).alias("no_capture")).collect()
+    return Touched({(r["vendor"], r[SOURCE_DAY]) for r in got},
+                   {r["vendor"]: None if r["no_capture"] else (r["lo"], r["hi"]) for r in got if r[SOURCE_DAY] is None})
+
+
+def may_hold(file: dict[str, Any], parts: set[Part], dayless_capture: dict[str, tuple[Any, Any] | None]) -> bool:
+    """Whether a live changes file may hold event ids of rows in `parts`: a file of the same vendor and day; a
+    day-less file of the vendor when the batch has day-less rows whose capture range its statistics may overlap;
+    any file of the vendor an upgraded lake registered (its folders name no source day)."""
     vendor, day = file["partition"]["vendor"], file["partition"][SOURCE_DAY]
-    return any(v == vendor for v, _ in parts) and (day is None or (vendor, day) in parts)
+    if day is not None:
+        return (vendor, day) in parts
+    if not any(v == vendor for v, _ in parts):
+        return False
+    if (vendor, None) not in parts:
+        return _upgraded(file["path"])
+    span = dayless_capture.get(vendor)
+    lo, hi = file.get("min", {}).get("capture_ts"), file.get("max", {}).get("capture_ts")
+    if span is None or lo is None or hi is None or file.get("nulls", {}).get("capture_ts", 1):
+        return True
+    return not (hi < span[0] or lo > span[1])
+
+
+def _upgraded(path: str) -> bool:
+    """A file a format-1 lake's run wrote (`run_id=R` folders): it may hold rows of any day."""
+    return "run_id=" in path and run_of(path) is not None
 
 
 def with_source_day(rows: DataFrame) -> DataFrame:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from cdcnorm.canonical.emit import decoded_schema
 from cdcnorm.canonical.schema import canonical_schema, quarantine_schema, schema_versions_schema
@@ -55,9 +55,22 @@ def halves_schema() -> StructType:
                        StructField("event_time", TimestampType(), True)])
 
 
+def inputs_schema() -> StructType:
+    """The input-file ledger (cdcnorm.lake.ledger): one row per file a committed run read, by its identity."""
+    return StructType([
+        StructField("uri", StringType(), False),
+        StructField("size", LongType(), False),
+        StructField("mtime_ms", LongType(), True),
+        StructField("etag", StringType(), True),
+        StructField("vendor", StringType(), True),
+        StructField("run_id", StringType(), False),
+        StructField("recorded_at", TimestampType(), True),
+    ])
+
+
 def specs() -> dict[str, TableSpec]:
-    """The tables in commit order: schemas, quarantine, resolutions, pairing state, changes, then the run
-    report last."""
+    """The tables in commit order: schemas, quarantine, resolutions, pairing state, changes, the input-file
+    ledger, then the run report last."""
     changes = StructType([*canonical_schema().fields, StructField(SOURCE_DAY, StringType(), True)])
     return {
         "schemas": TableSpec("schemas", schema_versions_schema(), stats=("vendor", "stream", "table", "version_id")),
@@ -68,6 +81,7 @@ def specs() -> dict[str, TableSpec]:
                              stats=("stream", "database", "schema", "table", "op", "source_ts", "capture_ts",
                                     "event_id", "supersedes"),
                              sort_by=("stream", "table", "event_id")),
+        "inputs": TableSpec("inputs", inputs_schema(), stats=("uri", "run_id")),
         "runs": TableSpec("runs", runs_schema(), stats=("run_id", "vendor", "finished_at")),
     }
 

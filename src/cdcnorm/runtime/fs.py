@@ -20,10 +20,44 @@ from cdcnorm.errors import UsageError
 
 @dataclass(frozen=True, slots=True)
 class FileEntry:
-    """One input object: its path and size in bytes."""
+    """One input object: its path, size in bytes, modification time (ms since the epoch) and, where the object
+    store's listing gives one, its generation / ETag."""
 
     path: str
     size: int
+    mtime_ms: int | None = None
+    etag: str | None = None
+
+    def identity(self) -> FileId:
+        return file_identity(self.path, self.size, self.mtime_ms, self.etag)
+
+
+@dataclass(frozen=True, slots=True)
+class FileId:
+    """What makes an input file the same file again: its normalised URI, size, modification time and ETag.
+
+    A file whose size, modification time or ETag changed is another file (read again); the same identity listed
+    again is a file a committed run already read (the lake's `inputs` ledger, :mod:`cdcnorm.lake.ledger`)."""
+
+    uri: str
+    size: int
+    mtime_ms: int | None
+    etag: str | None
+
+
+def normalized_uri(path: str) -> str:
+    """One spelling per file: `file:///abs/path` for local paths (relative, `.`/`..` and doubled slashes
+    resolved), the scheme lower-cased and the path's doubled slashes folded for object-store URIs."""
+    if is_local(path):
+        return "file://" + os.path.abspath(local_path(path))
+    parsed = urlparse(path)
+    folded = "/" + "/".join(seg for seg in parsed.path.split("/") if seg) if parsed.path else ""
+    return parsed._replace(scheme=parsed.scheme.lower(), path=folded).geturl()
+
+
+def file_identity(path: str, size: int, mtime_ms: int | None, etag: str | None = None) -> FileId:
+    """The identity of a listed file; every listing (batch and the follow source) goes through here."""
+    return FileId(normalized_uri(path), int(size), None if mtime_ms is None else int(mtime_ms), etag or None)
 
 
 def is_local(path: str) -> bool:
@@ -54,39 +88,43 @@ def list_files(spark: SparkSession, inputs: list[str]) -> tuple[list[FileEntry],
     skipped: dict[str, int] = {}
     for raw in inputs:
         entries = _list_local(raw) if is_local(raw) else _list_hadoop(spark, raw)
-        for name, size in entries:
-            reason = skip_reason(name, size)
+        for entry in entries:
+            reason = skip_reason(entry.path, entry.size)
             if reason:
                 skipped[reason] = skipped.get(reason, 0) + 1
             else:
-                files.append(FileEntry(name, size))
+                files.append(entry)
     files.sort(key=lambda f: f.path)
     return files, skipped
 
 
-def _list_local(path: str) -> list[tuple[str, int]]:
+def _local_entry(path: str) -> FileEntry:
+    st = os.stat(path)
+    return FileEntry(os.path.abspath(path), st.st_size, st.st_mtime_ns // 1_000_000)
+
+
+def _list_local(path: str) -> list[FileEntry]:
     p = local_path(path)
     if not os.path.exists(p):
         raise UsageError(f"Input not found: {path}")
     if os.path.isfile(p):
-        return [(os.path.abspath(p), os.path.getsize(p))]
+        return [_local_entry(p)]
     out = []
     for root, dirs, names in os.walk(p):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
         for n in sorted(names):
-            full = os.path.join(root, n)
-            out.append((os.path.abspath(full), os.path.getsize(full)))
+            out.append(_local_entry(os.path.join(root, n)))
         if not names and not dirs:
-            out.append((os.path.abspath(root) + "/", 0))
+            out.append(FileEntry(os.path.abspath(root) + "/", 0))
     return out
 
 
 def local_size(path: str) -> int:
     """Bytes of the files under a local path, by the same walk (and skip rules) as :func:`list_files`."""
-    return sum(size for _, size in _list_local(path))
+    return sum(e.size for e in _list_local(path))
 
 
-def _list_hadoop(spark: SparkSession, path: str) -> list[tuple[str, int]]:
+def _list_hadoop(spark: SparkSession, path: str) -> list[FileEntry]:
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     hpath = jvm.org.apache.hadoop.fs.Path(path)
@@ -97,8 +135,17 @@ def _list_hadoop(spark: SparkSession, path: str) -> list[tuple[str, int]]:
     out = []
     while it.hasNext():
         st = it.next()
-        out.append((st.getPath().toString(), int(st.getLen())))
+        out.append(FileEntry(st.getPath().toString(), int(st.getLen()), int(st.getModificationTime()), _etag(st)))
     return out
+
+
+def _etag(status) -> str | None:
+    """The object store's ETag / generation of a listed file, where its FileSystem gives one (Hadoop's
+    `EtagSource`: S3A, ABFS, the GCS connector); None elsewhere (local and HDFS files)."""
+    try:
+        return str(status.getEtag()) or None
+    except Exception:  # py4j: the status class has no getEtag
+        return None
 
 
 def open_input(path: str, decompress: bool = True) -> IO[bytes]:

@@ -178,6 +178,9 @@ class _Run:
     progress: Callable[[str], None] | None = None
     folder: str | None = None
     """the query's folder (checkpoint and manifest) when its source is the paths source"""
+    reprocess: bool = False
+    """read files the lake's input-file ledger knows (cdcnorm.lake.ledger) anyway"""
+    pair_memory_days: int | None = None
 
 
 def start_follow(inputs: list[str | os.PathLike], vendor: str | None, lake: str, *,
@@ -188,11 +191,13 @@ def start_follow(inputs: list[str | os.PathLike], vendor: str | None, lake: str,
                  pair_wait_seconds: float | None = DEFAULT_PAIR_WAIT_SECONDS, limits: Limits | None = None,
                  on_batch: Callable[[BatchProgress], None] | None = None, stop: threading.Event | None = None,
                  listed: list[FileEntry] | None = None, skipped: dict[str, int] | None = None,
-                 continuous: bool = True, progress: Callable[[str], None] | None = None) -> Follower:
+                 continuous: bool = True, progress: Callable[[str], None] | None = None,
+                 reprocess: bool = False, pair_memory_days: int | None = None) -> Follower:
     """Start the follow query over input files (see the module doc); returns at once with the running query.
     Setting `stop` (or calling `Follower.request_stop`) makes `Follower.run_until_stopped` stop it after the
     current batch. `listed`: a fixed list of files (the batch command's listing) instead of watching folders;
-    `continuous=False` (the batch command) accepts Replicate's file-named streams."""
+    `continuous=False` (the batch command) accepts Replicate's file-named streams. Files a committed run of the
+    lake already read are skipped by the batch that lists them, unless `reprocess`."""
     spark = spark or get_spark()
     use_portable_parquet(spark)
     options = dict(options or {})
@@ -201,7 +206,8 @@ def start_follow(inputs: list[str | os.PathLike], vendor: str | None, lake: str,
     folder = follow_folder(lake, name)
     open_lake(spark, lake, create=True)
     run = _Run(spark, lake, vendor, options, dedup_window_days, pair_wait_seconds, skipped=dict(skipped or {}),
-               continuous=continuous, progress=progress, folder=folder)
+               continuous=continuous, progress=progress, folder=folder, reprocess=reprocess,
+               pair_memory_days=pair_memory_days)
     stream = paths_stream(spark, [os.fspath(p) for p in inputs], f"{folder}/manifest", settle_seconds,
                           max_files_per_trigger, max_bytes_per_trigger, listed)
     return _start(stream, run, folder, name, trigger, _files_batch, limits, on_batch, stop)
@@ -305,7 +311,8 @@ def run_restarting(start: Callable[[], Follower], restarts: int = DEFAULT_RESTAR
 def normalize_once(inputs: list[str], vendor: str | None, lake: str, *, spark: SparkSession | None = None,
                    options: dict[str, Any] | None = None, dedup_window_days: int | None = None,
                    on_batch: Callable[[BatchProgress], None] | None = None,
-                   progress: Callable[[str], None] | None = None) -> list[BatchProgress]:
+                   progress: Callable[[str], None] | None = None, reprocess: bool = False,
+                   pair_memory_days: int | None = None) -> list[BatchProgress]:
     """The batch command: list the inputs (any file system Spark reads), then run the follow query over exactly
     those files with `availableNow`, a checkpoint of its own (removed afterwards) and no pairing wait (a lone
     half is emitted as an orphan now; a partner in a later run supersedes it)."""
@@ -318,7 +325,8 @@ def normalize_once(inputs: list[str], vendor: str | None, lake: str, *, spark: S
     with planned_for(spark, sum(f.size for f in files)):
         batches = follow(inputs, vendor, lake, spark=spark, options=options, name=name, settle_seconds=0,
                          dedup_window_days=dedup_window_days, pair_wait_seconds=None, on_batch=on_batch,
-                         listed=files, skipped=skipped, continuous=False, progress=progress)
+                         listed=files, skipped=skipped, continuous=False, progress=progress, reprocess=reprocess,
+                         pair_memory_days=pair_memory_days)
     folder = follow_folder(lake, name)
     if is_local(folder):
         shutil.rmtree(local_path(folder), ignore_errors=True)
@@ -349,7 +357,8 @@ def _files_batch(run: _Run, df: DataFrame, batch_id: int, run_id: str) -> BatchP
     def decode() -> dict[str, Any]:
         return normalize(paths, run.vendor, spark=run.spark, options=run.options, lake=run.lake, run_id=run_id,
                          dedup_window_days=run.dedup_window_days, pair_wait_seconds=run.pair_wait_seconds,
-                         skipped_objects=run.skipped, progress=run.progress).report
+                         skipped_objects=run.skipped, progress=run.progress, reprocess=run.reprocess,
+                         pair_memory_days=run.pair_memory_days).report
 
     progress = _exactly_once(run, batch_id, run_id, decode if paths else None)
     progress.bytes = size
@@ -362,7 +371,7 @@ def _messages_batch(run: _Run, df: DataFrame, batch_id: int, run_id: str) -> Bat
             return None
         return normalize(df, run.vendor, spark=run.spark, options=run.options, column_map=run.column_map,
                          lake=run.lake, run_id=run_id, dedup_window_days=run.dedup_window_days,
-                         pair_wait_seconds=run.pair_wait_seconds).report
+                         pair_wait_seconds=run.pair_wait_seconds, pair_memory_days=run.pair_memory_days).report
 
     return _exactly_once(run, batch_id, run_id, decode)
 

@@ -4,7 +4,9 @@ Spark asks the source for its latest offset; the source lists the input folders,
 seen yet (and that have not changed for `settleSeconds`: a file still being written waits) to an append-only
 manifest kept next to the query's checkpoint, and answers with the manifest's length. A micro-batch is a slice
 of the manifest, so an offset is one small number, a file listed again is never emitted twice (the manifest is
-keyed by path), and no file is skipped for its age. The manifest is a folder of segments
+keyed by file identity, cdcnorm.runtime.fs.file_identity: a file whose size or modification time changed is
+emitted again), and no file is skipped for its age. Files a committed run of the lake already read (batch or
+follow) are skipped by the run itself (the lake's input-file ledger). The manifest is a folder of segments
 (`<first index>.jsonl`), each written once and atomically (temp file, rename): a crash leaves whole segments.
 The executors later open the files themselves (cdcnorm.runtime.fs.open_input).
 """
@@ -28,7 +30,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from cdcnorm.errors import UsageError
-from cdcnorm.runtime.fs import is_local, local_path, skip_reason
+from cdcnorm.runtime.fs import FileId, file_identity, is_local, local_path, skip_reason
 
 NAME = "cdcnorm_paths"
 SCHEMA = "path string, size long, mtime timestamp"
@@ -43,6 +45,10 @@ class Seen:
     path: str
     size: int
     mtime: float  # seconds since the epoch
+    mtime_ms: int | None = None  # exact, from the listing (absent in older manifests)
+
+    def identity(self) -> FileId:
+        return file_identity(self.path, self.size, self.mtime_ms if self.mtime_ms is not None else int(self.mtime * 1000))
 
     def row(self) -> tuple[str, int, dt.datetime]:
         return self.path, self.size, dt.datetime.fromtimestamp(self.mtime, dt.UTC)
@@ -56,7 +62,7 @@ class Manifest:
             raise UsageError(f"The follow manifest must be on a local file system for now (got {folder}).")
         self.folder = local_path(folder)
         self._entries: list[Seen] = []
-        self._paths: set[str] = set()
+        self._ids: set[FileId] = set()
         self._segments: set[str] = set()
 
     def entries(self) -> list[Seen]:
@@ -70,7 +76,7 @@ class Manifest:
             with open(os.path.join(self.folder, name), "rb") as fh:
                 for line in fh.read().decode("utf-8").splitlines():
                     d = json.loads(line)
-                    self._add(Seen(d["path"], int(d["size"]), float(d["mtime"])))
+                    self._add(Seen(d["path"], int(d["size"]), float(d["mtime"]), d.get("mtime_ms")))
             self._segments.add(name)
         return self._entries
 
@@ -79,8 +85,9 @@ class Manifest:
         name, whether the source or the driver reads them."""
         return self.entries()[start:end]
 
-    def knows(self, path: str) -> bool:
-        return path in self._paths
+    def knows(self, seen: Seen) -> bool:
+        """Whether the manifest holds this file as it is now (same identity)."""
+        return seen.identity() in self._ids
 
     def append(self, new: list[Seen]) -> None:
         """Append entries as one new segment (written to a temp file, then renamed into place)."""
@@ -90,7 +97,7 @@ class Manifest:
         name = f"{start:0{SEGMENT_DIGITS}d}.jsonl"
         tmp = os.path.join(self.folder, f".{name}.tmp")
         with open(tmp, "wb") as fh:
-            fh.write("".join(json.dumps({"path": s.path, "size": s.size, "mtime": s.mtime}) + "\n"
+            fh.write("".join(json.dumps({"path": s.path, "size": s.size, "mtime": s.mtime, "mtime_ms": s.mtime_ms}) + "\n"
                              for s in new).encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
@@ -101,7 +108,7 @@ class Manifest:
 
     def _add(self, s: Seen) -> None:
         self._entries.append(s)
-        self._paths.add(s.path)
+        self._ids.add(s.identity())
 
 
 def list_inputs(inputs: list[str]) -> list[Seen]:
@@ -125,7 +132,7 @@ def list_inputs(inputs: list[str]) -> list[Seen]:
             except FileNotFoundError:  # removed between the listing and the stat
                 continue
             if skip_reason(path, st.st_size) is None:
-                out.append(Seen(path, st.st_size, st.st_mtime))
+                out.append(Seen(path, st.st_size, st.st_mtime, st.st_mtime_ns // 1_000_000))
     return out
 
 
@@ -207,7 +214,7 @@ class PathsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.manifest.entries()
         now = time.time()
         found = self.listed if self.listed is not None else list_inputs(self.inputs)
-        new = [s for s in found if not self.manifest.knows(s.path) and now - s.mtime >= self.settle]
+        new = [s for s in found if not self.manifest.knows(s) and now - s.mtime >= self.settle]
         self.manifest.append(new)
         return len(self.manifest.entries())
 

@@ -128,15 +128,23 @@ class DeltaTableRef:
         """The live add actions (path, size, partition values, stats) at `version` as an Arrow table."""
         return pa.table((handle or self.handle(version)).get_add_actions(flatten=True))
 
-    def live(self, version: int | None = None, handle: DeltaTable | None = None) -> list[dict[str, Any]]:
-        """The live files as dicts: `path` (relative), `uri` (absolute), `size`, `partition` values."""
+    def live(self, version: int | None = None, handle: DeltaTable | None = None,
+             stats: bool = False) -> list[dict[str, Any]]:
+        """The live files as dicts: `path` (relative), `uri` (absolute), `size`, `partition` values; with `stats`,
+        also `min`, `max` and `nulls` per column the log has statistics of (a file without them has none)."""
         acts = self.add_actions(version, handle)
         parts = {c: acts.column(f"partition.{c}").to_pylist() for c in self.partition_by
                  if f"partition.{c}" in acts.column_names}
+        kinds = {"min": "min.", "max": "max.", "nulls": "null_count."}
+        columns = {k: {n[len(pre):]: acts.column(n).to_pylist() for n in acts.column_names if n.startswith(pre)}
+                   for k, pre in kinds.items()} if stats else {}
         out = []
         for i, path in enumerate(acts.column("path").to_pylist()):
-            out.append({"path": path, "uri": self.uri + "/" + path, "size": acts.column("size_bytes")[i].as_py(),
-                        "partition": {c: parts[c][i] if c in parts else None for c in self.partition_by}})
+            f = {"path": path, "uri": self.uri + "/" + path, "size": acts.column("size_bytes")[i].as_py(),
+                 "partition": {c: parts[c][i] if c in parts else None for c in self.partition_by}}
+            for k, cols in columns.items():
+                f[k] = {c: v[i] for c, v in cols.items()}
+            out.append(f)
         return out
 
     def all_null(self, column: str, version: int, paths: set[str] | None = None) -> bool:
