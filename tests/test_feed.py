@@ -83,3 +83,22 @@ def test_feed_command_prints_each_landing(tmp_path, capsys):
     assert "feeding 8 file(s) of datastream-json" in out and out.count("<- two days late") == 1
     assert "done: 8 file(s) landed" in out
     assert feed_command(["nope"], 2, 10, 60, 3, str(tmp_path), None, 12, 0) == 2
+
+
+def test_late_redeliveries_land_in_their_late_place(tmp_path):
+    """With a month of source time, a late redelivery's file lands among the files of `late_days` later, never
+    before a file of an earlier day (the one held-back file of the pause aside)."""
+    plan = prepare(tmp_path, ["replicate-json", "datahub-tuple"], tables=1, rows=10, changes=200, seed=4, rotate=500,
+                   quirks=["late_redelivery"], days=30, late_days=10)
+    m = plan.manifest
+    day = {f"{info['input']}/{d['file']}": d["day"] for info in m.vendor_formats.values() for d in info["deliveries"]}
+    order = [d.rel for d in plan.deliveries if not d.late]
+    assert [day[rel] for rel in order] == sorted(day[rel] for rel in order)
+    for vf, info in m.vendor_formats.items():
+        assert info["late_redeliveries"], vf
+        for c in info["late_redeliveries"]:
+            late, original = f"{info['input']}/{c['file']}", f"{info['input']}/{c['original']}"
+            assert c["day"] >= c["original_day"] + 10
+            earlier = [rel for rel in order if day[rel] < c["day"]]
+            assert order.index(late) > max(order.index(rel) for rel in earlier) >= order.index(original)
+    assert feed(tmp_path, plan, 0) == len(plan.deliveries)

@@ -17,6 +17,7 @@ import json
 import re
 import sys
 import time
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import fastavro
 import pytest
 
 from cdcnorm.simulate import (
+    KNOWN_QUIRKS,
     QUIRKS,
     VENDOR_FORMATS,
     Manifest,
@@ -32,8 +34,9 @@ from cdcnorm.simulate import (
     simulate,
     simulate_command,
 )
+from cdcnorm.simulate.delivery import parse_quirks
 from cdcnorm.simulate.encoders.replicate import mask
-from cdcnorm.simulate.history import History, build_tables
+from cdcnorm.simulate.history import EPOCH, History, build_tables
 
 UTC = dt.UTC
 SMALL = {"tables": 3, "rows": 20, "changes": 240, "seed": 7, "rotate": 60}
@@ -387,6 +390,226 @@ def test_datastream_redelivery_changes_uuid_not_position(sim_all):
     assert dups and all(len(set(v)) == len(v) for v in dups)
 
 
+# -- time span (days) and late redelivery -----------------------------------------------------------------
+
+MONTH = {"tables": 1, "rows": 20, "changes": 250, "seed": 3, "days": 30}
+"""A month of one table: about eight changes a day."""
+DAY = dt.timedelta(days=1)
+START_DAY = dt.date(2024, 5, 1)
+
+
+@pytest.fixture(scope="module")
+def sim_month(tmp_path_factory) -> Path:
+    """Every default quirk and the late redeliveries, over thirty days, in every format."""
+    out = tmp_path_factory.mktemp("sim_month")
+    simulate(out, quirks=["all", "late_redelivery"], **MONTH)
+    return out
+
+
+@pytest.fixture(scope="module")
+def sim_month_late(tmp_path_factory) -> Path:
+    """Three tables over thirty days, the late redeliveries the only quirk (so every copy is one of them)."""
+    out = tmp_path_factory.mktemp("sim_month_late")
+    simulate(out, quirks=["late_redelivery"], **{**MONTH, "tables": 3, "changes": 400})
+    return out
+
+
+def _lane(vf: str, rel: str) -> str:
+    """The delivery lane a file belongs to: within a lane, the vendor's own file names sort in delivery order."""
+    parts = rel.split("/")
+    if vf.startswith("datastream"):
+        return parts[0]  # the object
+    if vf == "replicate-capture":
+        return "/".join(parts[:3])  # namespace/hub/partition
+    return "/".join(parts[:-1])  # topic partition, table, shard
+
+
+def test_the_default_output_is_unchanged(tmp_path):
+    """A digest of the default run's whole tree (days=0, default quirks): time spans and the opt-in quirk
+    change nothing here. Regenerate only for an intended change of the simulated files."""
+    simulate(tmp_path, tables=3, rows=6, changes=60, seed=4, rotate=25)
+    h = hashlib.sha256()
+    for p in sorted(tmp_path.rglob("*")):
+        if p.is_file():
+            h.update(p.relative_to(tmp_path).as_posix().encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
+    assert h.hexdigest() == "a485b473189e22b7866f15e9b3bb4a71e160c1797fd542dcb903ce685730b3e1"
+    data = json.loads((tmp_path / "manifest.json").read_text())
+    assert "days" not in data and "late_redelivery" not in data
+    assert not any("deliveries" in info for info in data["vendor_formats"].values())
+
+
+def test_days_spread_the_same_changes_over_the_span(tmp_path):
+    simulate(tmp_path / "a", ["datahub-blob"], **{**MONTH, "days": 0})
+    simulate(tmp_path / "b", ["datahub-blob"], **MONTH)
+    a, b = list(load_changes(tmp_path / "a")), list(load_changes(tmp_path / "b"))
+    strip = [{k: v for k, v in x.items() if k != "ts"} for x in a]
+    assert strip == [{k: v for k, v in x.items() if k != "ts"} for x in b]  # same rows, same order
+    ts = [x["ts"] for x in b if x["op"] != "SNAPSHOT"]
+    assert ts == sorted(ts)
+    span = ts[-1] - ts[0]
+    assert 29 * DAY < span <= 30 * DAY and ts[0].date() == START_DAY
+    per_day = Counter(t.date() for t in ts)
+    assert len(per_day) == 31 and max(per_day.values()) < 30  # every day has changes, none has a burst
+    assert (a[-1]["ts"] - a[0]["ts"]) < dt.timedelta(hours=1)  # the history's own pace without `days`
+    m = Manifest.load(tmp_path / "b")
+    assert m.days == 30 and json.loads((tmp_path / "b" / "manifest.json").read_text())["days"] == 30
+
+
+@pytest.mark.parametrize("vf", list(VENDOR_FORMATS))
+def test_files_rotate_daily_and_sort_in_delivery_order(sim_month, vf):
+    m = Manifest.load(sim_month)
+    deliveries = m.vendor_formats[vf]["deliveries"]
+    files = sorted(p.relative_to(m.input_dir(vf)).as_posix() for p in m.input_dir(vf).rglob("*") if p.is_file())
+    assert sorted(d["file"] for d in deliveries) == files  # every file, once
+    days = [d["day"] for d in deliveries]
+    assert days == sorted(days) and len(set(days)) >= 30
+    lanes: dict[str, list[str]] = {}
+    for d in deliveries:
+        lanes.setdefault(_lane(vf, d["file"]), []).append(d["file"])
+    day_of = {d["file"]: d["day"] for d in deliveries}
+    for lane, order in lanes.items():
+        if vf.startswith("datastream"):  # by name in opening order: two schema versions' files of one day may
+            # complete in either order, so an object's names sort its files by day
+            assert [day_of[f] for f in sorted(order)] == sorted(day_of[f] for f in order), f"{vf}: {lane}"
+            assert len({tuple(f.split("/")[1:6]) for f in order}) == len(order)  # a minute folder per file
+        else:
+            assert order == sorted(order), f"{vf}: {lane} does not sort in delivery order"
+    if vf.startswith("datastream") or vf == "replicate-capture":  # time-named: the folder is the file's day
+        skip = 1 if vf.startswith("datastream") else 3
+        for rel, day in day_of.items():
+            y, mo, dd = rel.split("/")[skip:skip + 3]
+            assert dt.date(int(y), int(mo), int(dd)) == START_DAY + day * DAY
+    first = m.delivered_files(vf, until_day=18)
+    assert first == [m.input_dir(vf) / d["file"] for d in deliveries[:len(first)]]
+    assert 0.4 < len(first) / len(deliveries) < 0.8
+
+
+def test_quirk_free_files_hold_the_changes_of_their_day(tmp_path):
+    m = simulate(tmp_path, ["datahub-blob", "replicate-json", "datastream-json"], quirks=[],
+                 **{**MONTH, "tables": 3, "changes": 400})
+    for vf, when in (("datahub-blob", lambda r: r["payload"]["timestamp"]["eventTime"] * 1000),
+                     ("replicate-json", _replicate_us), ("datastream-json", _datastream_us)):
+        for d in m.vendor_formats[vf]["deliveries"]:
+            text = (m.input_dir(vf) / d["file"]).read_bytes()
+            if d["file"].endswith(".gz"):
+                text = gzip.decompress(text)
+            for line in text.splitlines():
+                us = when(json.loads(line))
+                if us is not None:  # Replicate MD and REFRESH messages carry no source time
+                    day = (EPOCH + dt.timedelta(microseconds=us)).date()
+                    assert day == START_DAY + d["day"] * DAY, f"{vf}: {d['file']}"
+
+
+def _replicate_us(msg: dict) -> int | None:
+    ts = msg["message"]["headers"]["timestamp"] if msg["type"] == "DT" else ""
+    if not ts:
+        return None
+    return (dt.datetime.fromisoformat(ts).replace(tzinfo=UTC) - EPOCH) // dt.timedelta(microseconds=1)
+
+
+def _datastream_us(e: dict) -> int:
+    return (dt.datetime.fromisoformat(e["source_timestamp"].replace("Z", "+00:00")) - EPOCH) // \
+        dt.timedelta(microseconds=1)
+
+
+def _records(path: Path, vf: str) -> list:
+    """A file's records in the form a redelivery keeps: the bytes where the vendor redelivers byte-identical
+    records; Datastream without `uuid` and `read_timestamp` (per file / per read); Capture the `Body`."""
+    if vf.startswith("datastream"):
+        if vf.endswith("avro"):
+            recs = list(fastavro.reader(path.open("rb")))
+        else:
+            raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+            recs = [json.loads(line) for line in raw.splitlines()]
+        return [json.dumps({k: v for k, v in r.items() if k not in ("uuid", "read_timestamp")}, default=str,
+                           sort_keys=True) for r in recs]
+    if vf == "replicate-capture":
+        return [r["Body"] for r in fastavro.reader(path.open("rb"))]
+    if vf == "replicate-avro":
+        return [repr(sorted(r.items())) for r in fastavro.reader(path.open("rb"))]
+    if vf == "datahub-concat":
+        text, pos, out, decoder = path.read_text(encoding="utf-8"), 0, [], json.JSONDecoder()
+        while pos < len(text):
+            _, end = decoder.raw_decode(text, pos)
+            out.append(text[pos:end])
+            pos = end
+        return out
+    if vf == "datahub-tuple":  # CSV records (a value may hold a newline) after the header line
+        return [tuple(r) for r in list(csv.reader(path.open(encoding="utf-8", newline="")))[1:]]
+    return path.read_bytes().splitlines()
+
+
+@pytest.mark.parametrize("vf", list(VENDOR_FORMATS))
+def test_late_redeliveries_are_copies_landing_late_days_later(sim_month_late, vf):
+    m = Manifest.load(sim_month_late)
+    late = m.late_redelivery
+    assert late["late_days"] == 20 and m.quirks == ["late_redelivery"]
+    events = late["events"]
+    assert {e["table"] for e in events} == {"customers", "order_lines", "events"}  # at least one per table
+    assert 3 <= len(events) <= 0.06 * m.changes
+    info = m.vendor_formats[vf]
+    order = [d["file"] for d in info["deliveries"]]
+    copies = info["late_redeliveries"]
+    assert {c["seq"] for c in copies} <= {e["seq"] for e in events} and copies
+    for c in copies:
+        assert c["day"] - c["original_day"] >= 20
+        assert order.index(c["file"]) > order.index(c["original"])
+        assert _lane(vf, c["file"]) == _lane(vf, c["original"])
+        assert c["file"] > c["original"] or vf.startswith("datastream")  # the lane's names sort it later
+    # within a lane the only repeated records are the late copies: each in its original's file and the late one
+    where: dict = {}
+    for rel in order:
+        for rec in _records(m.input_dir(vf) / rel, vf):
+            where.setdefault((_lane(vf, rel), rec), []).append(rel)
+    repeated = [files for files in where.values() if len(files) > 1]
+    assert sorted(repeated) == sorted([c["original"], c["file"]] for c in copies)
+    if vf.startswith("datastream"):  # read again late: a new uuid and the late read time
+        recs = [r for p in (m.input_dir(vf) / copies[0]["file"],) for r in _raw_datastream(p, vf)]
+        assert any(_read_day(r) >= START_DAY + copies[0]["day"] * DAY for r in recs)
+
+
+def _raw_datastream(path: Path, vf: str) -> list[dict]:
+    if vf.endswith("avro"):
+        return list(fastavro.reader(path.open("rb")))
+    raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+    return [json.loads(line) for line in raw.splitlines()]
+
+
+def _read_day(r: dict) -> dt.date:
+    v = r["read_timestamp"]
+    return (v if isinstance(v, dt.datetime) else dt.datetime.fromisoformat(v.replace("Z", "+00:00"))).date()
+
+
+def test_late_redelivery_is_opt_in(tmp_path):
+    assert "late_redelivery" not in QUIRKS and "late_redelivery" in KNOWN_QUIRKS
+    assert parse_quirks(None) == parse_quirks(["all"]) == frozenset(QUIRKS)
+    assert parse_quirks(["all", "late_redelivery"]) == frozenset(QUIRKS) | {"late_redelivery"}
+    m = simulate(tmp_path, ["replicate-json"], quirks=["late_redelivery"], late_days=3,
+                 **{**MONTH, "days": 10, "changes": 100})
+    assert m.late_redelivery["late_days"] == 3
+    assert all(c["day"] - c["original_day"] >= 3 for c in m.vendor_formats["replicate-json"]["late_redeliveries"])
+    with pytest.raises(ValueError, match="unknown quirk"):
+        parse_quirks(["late_redeliveries"])
+
+
+def test_late_copies_after_the_history_land_past_its_end(tmp_path):
+    """Without `days` the history lasts minutes: every copy lands `late_days` later, in a file of its own."""
+    m = simulate(tmp_path, ["datahub-tuple", "replicate-capture"], quirks=["late_redelivery"],
+                 **{**SMALL, "rotate": 500})
+    for vf in ("datahub-tuple", "replicate-capture"):
+        info = m.vendor_formats[vf]
+        assert {d["day"] for d in info["deliveries"]} == {0, 20}
+        assert {c["day"] for c in info["late_redeliveries"]} == {20}
+        assert [d["day"] for d in info["deliveries"]][-len({c["file"] for c in info["late_redeliveries"]}):] == \
+            [20] * len({c["file"] for c in info["late_redeliveries"]})
+
+
+def test_a_month_of_one_table_simulates_fast(tmp_path):
+    start = time.process_time()
+    simulate(tmp_path, ["datastream-json"], quirks=["all", "late_redelivery"], **MONTH)
+    assert time.process_time() - start < 1.0
+
+
 # -- truth ------------------------------------------------------------------------------------------------
 
 
@@ -414,7 +637,7 @@ def test_truncate_and_ddl_projection(sim_all):
 
 
 @pytest.mark.parametrize("vf", list(VENDOR_FORMATS))
-@pytest.mark.parametrize("fixture", ["sim_all", "sim_plain", "sim_wide"])
+@pytest.mark.parametrize("fixture", ["sim_all", "sim_plain", "sim_wide", "sim_month", "sim_month_late"])
 def test_replaying_the_files_gives_the_truth(vf, fixture, request):
     out = request.getfixturevalue(fixture)
     got = REPLAY[vf](out)

@@ -16,8 +16,13 @@ def simulate(
     rows: Annotated[int, typer.Option("--rows", help="Rows per table in the backfill.")] = 100,
     changes: Annotated[int, typer.Option("--changes", help="Changes after the backfill.")] = 500,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the history.")] = 1,
-    quirk: Annotated[list[str] | None, typer.Option("--quirk", help="Delivery quirk to switch on (default: all; 'none').")] = None,
+    quirk: Annotated[list[str] | None, typer.Option("--quirk", help="Delivery quirk to switch on (default: all; 'none'; "
+                                                    "late_redelivery only by name).")] = None,
     rotate: Annotated[int, typer.Option("--rotate", min=1, help="Records per output file.")] = 500,
+    days: Annotated[float, typer.Option("--days", min=0, help="Spread the changes over N days of source time; files "
+                                        "also rotate daily (0: about a second per change).")] = 0,
+    late_days: Annotated[float, typer.Option("--late-days", min=0, help="late_redelivery: the copies land this many "
+                                             "days after their originals.")] = 20.0,
     feed: Annotated[bool, typer.Option("--feed", help="Land the files in their input folders one at a time, in "
                                        "delivery order, one of them two days late (a feeder for --follow).")] = False,
     interval: Annotated[float, typer.Option("--interval", min=0, help="--feed: seconds between two files.")] = 1.0,
@@ -30,8 +35,10 @@ def simulate(
 
         _check(vendor or ["all"], quirk)
         if feed:
-            return feed_command(vendor or ["all"], tables, rows, changes, seed, out, quirk, rotate, interval)
-        return simulate_command(vendor or ["all"], tables, rows, changes, seed, out, quirk, rotate)
+            return feed_command(vendor or ["all"], tables, rows, changes, seed, out, quirk, rotate, interval,
+                                days=days, late_days=late_days)
+        return simulate_command(vendor or ["all"], tables, rows, changes, seed, out, quirk, rotate, days=days,
+                                late_days=late_days)
 
     run_guarded(run)
 

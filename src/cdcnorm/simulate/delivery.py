@@ -21,8 +21,19 @@ from fastavro.write import Writer
 
 QUIRKS: tuple[str, ...] = ("duplicates", "out_of_order", "backfill_overlap", "far_halves", "heartbeats", "dt_before_md",
                            "aliyun_json", "late_files")
+"""The default quirk set (`all`): every quirk a run switches on unless told otherwise."""
+OPT_IN_QUIRKS: tuple[str, ...] = ("late_redelivery",)
+"""Quirks only switched on by name: adding them to `all` would change every existing default output."""
+KNOWN_QUIRKS: tuple[str, ...] = QUIRKS + OPT_IN_QUIRKS
 LATE_RATE = 0.1
 """late_files: share of a format's files delivered one step late."""
+LATE_DAYS = 20.0
+"""late_redelivery: how many days of source time after the original's file the copy's file lands (default)."""
+LATE_REDELIVERY_RATE = 0.03
+"""late_redelivery: share of the single-statement row changes delivered again late (besides each table's first)."""
+LATE = 2
+"""The `redelivered` value a sink gets for a late redelivery (truthy like True, so it is a redelivery too)."""
+DAY_US = 86_400_000_000
 
 SHUFFLE_WINDOW = 16
 """Out-of-order deliveries move a record at most about this many places."""
@@ -31,17 +42,18 @@ DUPLICATE_RATE = 0.03
 
 
 def parse_quirks(quirks: list[str] | tuple[str, ...] | None) -> frozenset[str]:
-    """None or ['all'] -> every quirk; ['none'] or [] -> none; else the named ones (unknown names raise)."""
+    """None or ['all'] -> the default set (QUIRKS); ['none'] or [] -> none; else the named ones (unknown names
+    raise). Opt-in quirks (OPT_IN_QUIRKS) are never in `all`: name them, alone or beside `all`."""
     if quirks is None:
         return frozenset(QUIRKS)
     names = {q.strip() for item in quirks for q in item.split(",") if q.strip()}
-    if names == {"all"}:
-        return frozenset(QUIRKS)
     if names <= {"none"}:
         return frozenset()
-    unknown = sorted(names - set(QUIRKS))
+    unknown = sorted(names - set(KNOWN_QUIRKS) - {"all"})
     if unknown:
-        raise ValueError(f"unknown quirk(s) {', '.join(unknown)}; known: {', '.join(QUIRKS)}, all, none")
+        raise ValueError(f"unknown quirk(s) {', '.join(unknown)}; known: {', '.join(KNOWN_QUIRKS)}, all, none")
+    if "all" in names:  # `all` is the default set; opt-in quirks are added by name (`all,late_redelivery`)
+        return frozenset(QUIRKS) | (names & set(OPT_IN_QUIRKS))
     return frozenset(names)
 
 
@@ -69,8 +81,15 @@ class Lane:
         self.held: list[tuple[int, int, Any, bool]] = []
         self.dups: list[tuple[int, int, Any]] = []
         self.tick = self.emitted = self.n = 0
+        # the simulation's delivery log (if any) releases the lane at day ends and delivers its late copies
+        self.log = _RECORDING[-1] if _RECORDING else None
+        self.late_on = self.log is not None and "late_redelivery" in quirks
+        if self.log is not None:
+            self.log.lanes.append(self)
 
     def put(self, item: Any, *, hold: int = 0, barrier: bool = False) -> None:
+        if self.late_on and self.log.late_seq is not None:  # an item of an event chosen for a late redelivery
+            item = _Late(item, self.log.late_seq)
         self.tick += 1
         while self.held and self.held[0][0] <= self.tick:
             _, _, held, held_barrier = heapq.heappop(self.held)
@@ -95,7 +114,12 @@ class Lane:
             self._emit(self.buf.pop(self.rng.randrange(len(self.buf))))
 
     def _emit(self, item: Any) -> None:
+        late = None
+        if type(item) is _Late:
+            late, item = item, item.item
         self.sink(item, False)
+        if late is not None:
+            self.log.schedule_late(self, item, late.seq)
         self.emitted += 1
         if self.dups_on and self.rng.random() < DUPLICATE_RATE:
             self.n += 1
@@ -110,6 +134,19 @@ class Lane:
         self._flush()
         while self.dups:
             self.sink(heapq.heappop(self.dups)[2], True)
+
+    release = close
+    """A day ended (time-rotated files): what the lane still holds is delivered now, into the new day's files.
+    The lane stays usable."""
+
+
+class _Late:
+    """An item whose event is redelivered late (late_redelivery); unwrapped when the lane emits it."""
+
+    __slots__ = ("item", "seq")
+
+    def __init__(self, item: Any, seq: int):
+        self.item, self.seq = item, seq
 
 
 def late_files(files: list[str], seed: int, vf: str) -> list[str]:
@@ -129,21 +166,74 @@ class DeliveryLog:
 
     Why: a vendor delivers a file once it is complete, so a feeder (cdcnorm.simulate.feed) that drops files in
     the order of their last write replays the delivery order of one history across every vendor's lanes. The
-    simulator advances `clock_us` as it hands events to the encoders; `Rotator.write` reports each write.
+    simulator advances the clock (`advance`) as it hands events to the encoders; `Rotator.write` reports each
+    write.
+
+    Time-rotated files (`period_us`, a day: set by `simulate(days=...)` and by late_redelivery): a file holds
+    what was delivered within one period of the clock; when the clock enters a new period every lane releases
+    what it still holds (shuffle window, held halves, pending duplicates) into the new period's files.
+    late_redelivery: the lanes hand each emitted item of a chosen event (`late_seq` while it is encoded) to
+    `schedule_late`; the copy is delivered once the clock reaches `late_us` after the original's delivery,
+    through the lane's sink as `LATE`, so it lands in a file of that later period. `drain` delivers what the
+    end of the history leaves, the copies due after it included, in due order.
     """
 
     def __init__(self) -> None:
         self.clock_us = 0
         self.writes = 0
         self.files: dict[str, tuple[int, int]] = {}  # path -> (write count, clock) at its last record
+        self.period_us = 0
+        self.late_us = int(LATE_DAYS * DAY_US)
+        self.late_seq: int | None = None
+        self.lanes: list[Lane] = []
+        self.last_path = ""
+        self.gap_end_us: int | None = None
+        self._late: list[tuple[int, int, Lane, Any, int, str]] = []
+        self._scheduled = 0
+        self.late_copies: list[tuple[int, str, str]] = []
+        """late_redelivery: (event seq, the original's file, the late copy's file), in delivery order."""
 
     def wrote(self, path: Path) -> None:
         self.writes += 1
-        self.files[str(path)] = (self.writes, self.clock_us)
+        self.last_path = str(path)
+        self.files[self.last_path] = (self.writes, self.clock_us)
+
+    def period(self) -> int | None:
+        """The clock's period (day number since the epoch) when files rotate by time, else None."""
+        return self.clock_us // self.period_us if self.period_us else None
+
+    def advance(self, ts_us: int) -> None:
+        """Move the clock to `ts_us` (never back): release every lane on a new period, deliver due late copies."""
+        before = self.period()
+        self.clock_us = max(self.clock_us, ts_us)
+        if self.period_us and self.period() != before:
+            for lane in self.lanes:
+                lane.release()
+        while self._late and self._late[0][0] <= self.clock_us:
+            _, _, lane, item, seq, original = heapq.heappop(self._late)
+            lane.sink(item, LATE)
+            self.late_copies.append((seq, original, self.last_path))
+
+    def schedule_late(self, lane: Lane, item: Any, seq: int) -> None:
+        """The item was just written (to `last_path`): deliver it again `late_us` later."""
+        self._scheduled += 1
+        heapq.heappush(self._late, (self.clock_us + self.late_us, self._scheduled, lane, item, seq, self.last_path))
+
+    def drain(self) -> None:
+        """The history ended: release every lane, then deliver the late copies still due, in due order."""
+        for lane in self.lanes:
+            lane.release()
+        while self._late:
+            self.advance(self._late[0][0])
 
 
 _RECORDING: list[DeliveryLog] = []
 """The log of the simulation running now (at most one): a module-level hook, so the encoders stay unaware."""
+
+
+def current_log() -> DeliveryLog | None:
+    """The delivery log of the simulation running now (the encoders read its clock for time-named files)."""
+    return _RECORDING[-1] if _RECORDING else None
 
 
 @contextlib.contextmanager
@@ -169,16 +259,20 @@ class Rotator:
         self.rotate, self.factory = max(1, rotate), factory
         self.file: Any = None
         self.count = self.file_no = 0
+        self.period: int | None = None
 
     def write(self, item: Any) -> None:
-        if self.file is None or self.count >= self.rotate:
+        log = _RECORDING[-1] if _RECORDING else None
+        period = log.period() if log is not None else None
+        if self.file is None or self.count >= self.rotate or period != self.period:
             self.close()
+            self.period = period  # time-rotated files (a day each): a file never spans two periods
             self.file = self.factory(self.file_no, item)
             self.file_no += 1
         self.file.write(item)
         self.count += 1
-        if _RECORDING:
-            _RECORDING[-1].wrote(self.file.path)
+        if log is not None:
+            log.wrote(self.file.path)
 
     def close(self) -> None:
         if self.file is not None:

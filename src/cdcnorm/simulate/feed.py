@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cdcnorm.simulate import Manifest, simulate
-from cdcnorm.simulate.delivery import DeliveryLog
+from cdcnorm.simulate.delivery import LATE_DAYS, DeliveryLog
 
 STAGING = ".feed"
 FEED_LOG = "feed.jsonl"
@@ -57,14 +57,17 @@ class FeedPlan:
 
 def prepare(out: str | Path, vendors: list[str] | tuple[str, ...] | str = ("all",), tables: int = 3,
             rows: int = 100, changes: int = 500, seed: int = 1, quirks: list[str] | None = None,
-            rotate: int = 500, gap_days: float = GAP_DAYS) -> FeedPlan:
-    """Simulate into OUT, move every input tree to `OUT/.feed/`, and plan the landings (see the module doc)."""
+            rotate: int = 500, gap_days: float = GAP_DAYS, days: float = 0,
+            late_days: float = LATE_DAYS) -> FeedPlan:
+    """Simulate into OUT, move every input tree to `OUT/.feed/`, and plan the landings (see the module doc).
+    `days` and `late_days` are simulate()'s: the files of a late redelivery land in their late place, among
+    the files of `late_days` later."""
     root = Path(out)
     shutil.rmtree(root / STAGING, ignore_errors=True)
     (root / FEED_LOG).unlink(missing_ok=True)
     log = DeliveryLog()
     manifest = simulate(root, vendors, tables=tables, rows=rows, changes=changes, seed=seed, quirks=quirks,
-                        rotate=rotate, gap_days=gap_days, log=log)
+                        rotate=rotate, gap_days=gap_days, log=log, days=days, late_days=late_days)
     for info in manifest.vendor_formats.values():
         src = root / info["input"]
         if src.exists():
@@ -81,7 +84,7 @@ def _hold_one_back(ordered: list[str], log: DeliveryLog, root: Path, manifest: M
     if not gap_days:
         return [Delivery(rel) for rel in ordered]
     clock = {Path(p).relative_to(root).as_posix(): c for p, (_, c) in log.files.items()}
-    gap_start = _gap_start(clock)
+    gap_start = log.gap_end_us if log.gap_end_us is not None else _gap_start(clock)
     vendors = [v for v in LATE_PREFERENCE if any(i["vendor"] == v for i in manifest.vendor_formats.values())]
     before = [rel for rel in ordered if clock[rel] < gap_start and rel.split("/", 1)[0] == vendors[0]]
     after = [i for i, rel in enumerate(ordered) if clock[rel] >= gap_start]
@@ -94,8 +97,8 @@ def _hold_one_back(ordered: list[str], log: DeliveryLog, root: Path, manifest: M
 
 
 def _gap_start(clock: dict[str, int]) -> int:
-    """The first clock value after the pause: the largest jump between the files' last-write clocks (a step of
-    the history is under 1.5 s; the pause is days)."""
+    """The first clock value after the pause when the history did not say it: the largest jump between the
+    files' last-write clocks (a step of the history is under 1.5 s; the pause is days)."""
     ticks = sorted(set(clock.values()))
     jumps = [(b - a, b) for a, b in zip(ticks, ticks[1:], strict=False)]
     return max(jumps)[1] if jumps else ticks[0] + 1
@@ -135,12 +138,13 @@ def landed(out: str | Path) -> list[dict]:
 
 
 def feed_command(vendors: list[str], tables: int, rows: int, changes: int, seed: int, out: str,
-                 quirks: list[str] | None, rotate: int, interval: float) -> int:
+                 quirks: list[str] | None, rotate: int, interval: float, days: float = 0,
+                 late_days: float = LATE_DAYS) -> int:
     """CLI entry (`cdcnorm simulate --feed`): plan, then land every file, printing a line per file; exit code
     0 when all landed, 2 on a usage error (an unknown vendor or quirk, a history too short for a late file)."""
     try:
         plan = prepare(out, vendors or ["all"], tables=tables, rows=rows, changes=changes, seed=seed,
-                       quirks=quirks, rotate=rotate)
+                       quirks=quirks, rotate=rotate, days=days, late_days=late_days)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

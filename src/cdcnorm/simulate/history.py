@@ -21,6 +21,7 @@ UTC = dt.UTC
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 START_US = int((dt.datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC) - EPOCH).total_seconds()) * 1_000_000
 """Source clock at the backfill; the first change follows one second later."""
+DAY_US = 86_400_000_000
 
 TYPES = ("int", "bigint", "decimal", "double", "boolean", "string", "date", "timestamp", "binary")
 
@@ -244,14 +245,22 @@ class _Values:
 class History:
     """Iterate the source history: SNAPSHOT rows for every table, then the changes in commit order."""
 
-    def __init__(self, tables: int = 3, rows: int = 100, changes: int = 500, seed: int = 1, gap_days: float = 0):
+    def __init__(self, tables: int = 3, rows: int = 100, changes: int = 500, seed: int = 1, gap_days: float = 0,
+                 days: float = 0):
+        if days < 0 or gap_days < 0:
+            raise ValueError("days and gap_days must be >= 0")
         self.defs = build_tables(tables)
         self.rows, self.changes, self.seed = rows, changes, seed
         self.ddl_at = max(1, changes // 2)
         self.truncate_at = max(1, (2 * changes) // 3)
         # gap_days: the source pauses this long after 40 % of the changes (no random draw: the rows and their
         # order stay those of the same seed without a gap); the feeder's "two days late" file needs it
-        self.gap_us, self.gap_at = int(gap_days * 86_400_000_000), (2 * changes) // 5
+        self.gap_us, self.gap_at = int(gap_days * DAY_US), (2 * changes) // 5
+        # days: the changes spread over this many days of source time, each change `days / changes` later than
+        # the one before on top of its own step (no random draw either: only the timestamps move)
+        self.span_us = int(days * DAY_US)
+        self.gap_end_us: int | None = None
+        """The source time the pause ended at (set while iterating; None without a pause)."""
 
     def __iter__(self) -> Iterator[Event]:
         rng = random.Random(f"cdcnorm-simulate:{self.seed}")
@@ -273,11 +282,14 @@ class History:
         ts = START_US + 1_000_000
         seq = tx = done = 0
         ddl_done = truncate_done = False
-        gap_left = self.gap_us
+        gap_left, gap_total = self.gap_us, 0
         while done < self.changes:
             ts += 1_000 + int(rng.random() * 1_499_000)
+            if self.span_us:
+                ts = max(ts, START_US + 1_000_000 + self.span_us * done // self.changes + gap_total)
             if gap_left and done >= self.gap_at:
-                ts, gap_left = ts + gap_left, 0
+                ts, gap_total, gap_left = ts + gap_left, gap_left, 0
+                self.gap_end_us = ts
             if not ddl_done and done >= self.ddl_at:
                 ddl_done = True
                 t = next(t for t in self.defs if t.ddl)

@@ -18,7 +18,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from cdcnorm.simulate.delivery import AvroFile, Lane, LinesFile, Rotator, lane_rng
+from cdcnorm.simulate.delivery import LATE, AvroFile, Lane, LinesFile, Rotator, current_log, lane_rng
 from cdcnorm.simulate.encoders import COMMON_KINDS, SimFormat
 from cdcnorm.simulate.history import EPOCH, Col, Event, TableDef
 from cdcnorm.simulate.jsonx import Raw, dumps, iso_us, plain
@@ -187,6 +187,7 @@ class DatastreamEncoder:
         self.counts: dict[str, int] = {"records": 0, "files": 0}
         self.row_ids: dict[tuple, str] = {}
         self._moving: str | None = None
+        self.last_minute: dict[int, int] = {}
 
     # -- identity ------------------------------------------------------------------------------------------
     def identity(self, t: TableDef) -> dict[str, Any]:
@@ -292,6 +293,11 @@ class DatastreamEncoder:
             self.lanes[(t.index, phase)] = lane
         return lane
 
+    @property
+    def clock_ms(self) -> int:
+        log = current_log()
+        return log.clock_us // 1000 if log is not None else 0
+
     def _write(self, t: TableDef, item: tuple, redelivered: bool) -> None:
         version, phase, ms, read_method, sort_keys, meta, payload = item
         key = (t.index, phase, self.versions[(t.index, version)].schema_key)
@@ -314,6 +320,13 @@ class DatastreamEncoder:
         v = self.versions[(t.index, version)]
         ms, read_method = first[0], first[1]
         when = EPOCH + dt.timedelta(milliseconds=ms)
+        log = current_log()
+        if log is not None and log.period_us:
+            # time-rotated files: the folder is the minute the file was opened on the history's clock, one per
+            # file of an object, so an object's paths sort in delivery order and a file sits in its day's folder
+            minute = max(ms // 60_000, log.clock_us // 60_000_000, self.last_minute.get(t.index, -1) + 1)
+            self.last_minute[t.index] = minute
+            when = EPOCH + dt.timedelta(minutes=minute)
         folder = self.root / object_name(t) / when.strftime("%Y/%m/%d/%H/%M")
         stream_hash = zlib.crc32(stream_name(t.flavour).encode()) - (1 << 31)
         gz = self.fmt == "json" and t.flavour == "postgresql"
@@ -343,6 +356,8 @@ class _File:
         uuid = self.prefix + format(counter % 256, "08b")
         self.n += 1
         read_ms = ms + 1_234 + (45_000 if redelivered else 0)
+        if redelivered == LATE:  # read again late: the read time is the delivery's
+            read_ms = max(read_ms, self.enc.clock_ms + 1_234)
         common = {"uuid": uuid}
         rest = {"object": object_name(self.t), "read_method": read_method, "stream_name": stream_name(self.t.flavour),
                 "schema_key": self.v.schema_key, "sort_keys": sort_keys, "source_metadata": meta,

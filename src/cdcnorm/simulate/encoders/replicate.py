@@ -18,7 +18,7 @@ from typing import Any
 
 from fastavro import parse_schema, schemaless_writer
 
-from cdcnorm.simulate.delivery import AvroFile, Lane, LinesFile, Rotator, lane_rng
+from cdcnorm.simulate.delivery import LATE, AvroFile, Lane, LinesFile, Rotator, current_log, lane_rng
 from cdcnorm.simulate.encoders import COMMON_KINDS, SimFormat
 from cdcnorm.simulate.history import EPOCH, Col, Event, TableDef
 from cdcnorm.simulate.jsonx import dumps, plain
@@ -322,6 +322,9 @@ class ReplicateEncoder:
             seq = self.capture_seq.get(key, 0)
             self.capture_seq[key] = seq + 1
             enq = ms + (30_000 if redelivered else 0)
+            log = current_log()
+            if redelivered == LATE and log is not None:  # enqueued again late: at the delivery's time
+                enq = max(enq, log.clock_us // 1000)
             msg = {"SequenceNumber": seq, "Offset": str(seq * 1024), "EnqueuedTimeUtc": _enqueued(enq),
                    "SystemProperties": {"x-opt-sequence-number": seq, "x-opt-offset": str(seq * 1024),
                                         "x-opt-enqueued-time": enq},
@@ -340,6 +343,9 @@ class ReplicateEncoder:
         if self.fmt == "avro":
             return AvroFile(self.root / t.name / f"part-{n:05d}.avro", ENVELOPE_SCHEMA, sync_marker=marker)
         enq = first["SystemProperties"]["x-opt-enqueued-time"] // 1000
+        log = current_log()
+        if log is not None and log.period_us:  # time-rotated files: the capture window is the history's clock
+            enq = max(enq, log.clock_us // 1_000_000)
         second = max(enq, self.last_capture_s.get(key, -1) + 1)  # one capture file per second per partition
         self.last_capture_s[key] = second
         when = EPOCH + dt.timedelta(seconds=second)
