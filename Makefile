@@ -39,6 +39,7 @@ bench: check-java $(STAMP)
 	$(PY) benchmarks/follow_floor.py $(FLOOR_ARGS)
 	$(PY) benchmarks/small_file.py $(SMALL_ARGS)
 	$(PY) benchmarks/decode_kernel.py $(KERNEL_ARGS)
+	$(PY) benchmarks/daily_prefix.py $(DAILY_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests
