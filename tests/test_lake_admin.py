@@ -7,8 +7,10 @@ import shutil
 import time
 
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import functions as F
 
 import cdcnorm
@@ -44,17 +46,55 @@ def some_parquet(folder: str) -> str:
     raise AssertionError(f"no parquet file under {folder}")
 
 
+BROKEN = str(SAMPLES / "datastream" / "broken")
+OLD_RUN = "20250101T000000000000Z-000000"
+"""A format-1 run without data files whose report names a file that is gone and a folder holding a file older than
+the run's start and one modified after it."""
+ZERO = {"emitted": 0, "merged": 0, "metadata": 0, "filtered": 0, "duplicate": 0, "quarantined": 0}
+
+
+def plant_old_run(path: str, root) -> dict:
+    folder = root / "inputs" / "later"
+    folder.mkdir(parents=True)
+    (folder / "old.jsonl").write_text('{"x": 1}\n')
+    then = 1_717_200_000  # 2024-06-01, before the run started
+    os.utime(folder / "old.jsonl", (then, then))
+    (folder / "new.jsonl").write_text('{"x": 2}\n')  # modified now: after the run, which cannot have read it
+    gone = str(root / "inputs" / "gone.jsonl")
+    report = {"run_id": OLD_RUN, "vendor": "datastream", "input_kind": "files", "inputs": [gone, str(folder)],
+              "started_at": "2025-01-01T00:00:00+00:00", "finished_at": "2025-01-01T00:01:00+00:00",
+              "records_read": 0, "outcomes": ZERO, "rows_written": 0, "quarantine_new": 0, "schema_versions_new": 0}
+    with open(os.path.join(path, "runs", f"{OLD_RUN}.json"), "w") as fh:
+        fh.write(orjson.dumps(report).decode())
+    return {"gone": gone, "old": str(folder / "old.jsonl"), "new": str(folder / "new.jsonl")}
+
+
+def ledger_rows(path: str) -> set[tuple]:
+    """The input-file ledger's rows (delta-rs, latest version) as (uri, size, mtime_ms, etag, run_id)."""
+    rows = DeltaTable(os.path.join(path, "inputs")).to_pyarrow_table().to_pylist()
+    return {(r["uri"], r["size"], r["mtime_ms"], r["etag"], r["run_id"]) for r in rows}
+
+
 @pytest.fixture(scope="module")
 def old_lake(spark, tmp_path_factory):
     """A format-1 lake: a normalize run with rows and quarantine, written with INT96 timestamps (Spark's default
-    outside cdcnorm's session), a retry that resolved one quarantined record, plus an uncommitted run's folder
-    and a staging folder (never committed)."""
+    outside cdcnorm's session), a retry that resolved one quarantined record, a run without data files whose
+    inputs are partly gone (:func:`plant_old_run`), plus an uncommitted run's folder and a staging folder (never
+    committed)."""
+    from cdcnorm.runtime.fs import list_files, normalized_uri
+
     root = tmp_path_factory.mktemp("format1")
     path = str(root / "lake")
     f1.create(path)
-    first = f1.normalize_run(spark, path, str(SAMPLES / "datastream" / "broken"), "datastream", timestamps="INT96")
+    first = f1.normalize_run(spark, path, BROKEN, "datastream", timestamps="INT96")
     qids = f1.quarantine_ids(spark, path)
     f1.resolve_run(spark, path, qids[:1])
+    planted = plant_old_run(path, root)
+    read = list_files(spark, [BROKEN])[0]
+    old = os.stat(planted["old"])
+    ledger = {(f.identity().uri, f.size, f.mtime_ms, None, first["run_id"]) for f in read} | {
+        (normalized_uri(planted["gone"]), -1, None, None, OLD_RUN),
+        (normalized_uri(planted["old"]), old.st_size, old.st_mtime_ns // 1_000_000, None, OLD_RUN)}
     crashed = os.path.join(path, "changes", "vendor=datastream", "run_id=CRASHED")
     os.makedirs(crashed)
     shutil.copy(some_parquet(os.path.join(path, "changes")), os.path.join(crashed, "part-00000-x.parquet"))
@@ -64,7 +104,7 @@ def old_lake(spark, tmp_path_factory):
     pristine = str(root / "pristine")
     shutil.copytree(path, pristine)
     return {"path": path, "pristine": pristine, "root": root, "report": first, "qids": qids,
-            "rows": first["rows_written"]}
+            "rows": first["rows_written"], "read": read, "ledger": ledger}
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +126,7 @@ def test_format1_lake_is_refused_until_upgraded(spark, old_lake):
 def test_upgrade_registers_the_old_files_and_reads_the_same_rows(spark, old_lake, upgraded):
     path, res = upgraded["path"], upgraded["result"]
     assert old_lake["rows"] > 0 and old_lake["report"]["quarantine_new"] > 1
-    assert res.upgraded and res.runs == 2
+    assert res.upgraded and res.runs == 3
     assert res.registered["changes"]["rows"] == old_lake["rows"]
     assert res.registered["quarantine"]["rows"] == len(old_lake["qids"])
     assert res.registered["quarantine_resolved"]["rows"] == 1
@@ -137,7 +177,74 @@ def test_upgrade_again_changes_nothing_and_a_crashed_upgrade_finishes(spark, old
     again = up.upgrade(spark, path)
     assert again.upgraded and all(d["runs"] == 0 for d in again.registered.values())  # nothing registered twice
     assert same_rows(cdcnorm.read_changes(spark, path), cdcnorm.read_changes(spark, upgraded["path"]))
-    assert len(Lake(spark, path).committed_runs()) == 2
+    assert len(Lake(spark, path).committed_runs()) == 3
+    assert ledger_rows(path) == old_lake["ledger"]  # the ledger's commit was not repeated
+
+
+def test_upgrade_fills_the_input_ledger_from_the_reports(spark, old_lake, upgraded):
+    from cdcnorm.lake import ledger
+    from cdcnorm.lake.admin.upgrade import LedgerFill
+    from cdcnorm.lake.store import Lake
+
+    path = upgraded["path"]
+    # the normalize run's files as they are now; of the old run, the gone file as an unknown identity and the
+    # file older than its start; the file modified after it is left for the next run; the retry reads no file
+    assert upgraded["result"].ledger == LedgerFill(runs=2, files=len(old_lake["read"]) + 1, unknown=1, newer=1)
+    assert ledger_rows(path) == old_lake["ledger"]
+    lk = Lake(spark, path)
+    assert lk.cut()["inputs"] == lk.table("inputs").version()  # the runs rows' cut includes the ledger
+    assert ledger.known(lk, old_lake["read"]) == {f.identity() for f in old_lake["read"]}  # a new run skips them
+
+
+def test_upgrade_fills_the_ledger_of_a_format2_lake_written_before_it(spark, old_lake, upgraded, tmp_path):
+    from typer.testing import CliRunner
+
+    from cdcnorm.cli import app
+    from cdcnorm.lake import ledger
+    from cdcnorm.lake.admin.check import check
+    from cdcnorm.lake.admin.upgrade import upgrade
+    from cdcnorm.lake.store import Lake
+
+    path = str(tmp_path / "lake")
+    shutil.copytree(upgraded["path"], path)
+    # a format-2 lake whose runs ran before the ledger: no `inputs` table, no ledger version in the runs rows
+    shutil.rmtree(os.path.join(path, "inputs"))
+    runs_path = os.path.join(path, "runs")
+    runs = DeltaTable(runs_path).to_pyarrow_table()
+    versions = [orjson.dumps({k: v for k, v in orjson.loads(x).items() if k != "inputs"}).decode()
+                for x in runs.column("versions").to_pylist()]
+    reports = []
+    for x in runs.column("report").to_pylist():
+        rep = orjson.loads(x)
+        rep["table_versions"].pop("inputs")
+        reports.append(orjson.dumps(rep).decode())
+    runs = runs.set_column(runs.schema.get_field_index("versions"), "versions", pa.array(versions, pa.string()))
+    runs = runs.set_column(runs.schema.get_field_index("report"), "report", pa.array(reports, pa.string()))
+    write_deltalake(runs_path, runs, mode="overwrite")
+
+    assert not Lake(spark, path).table("inputs").exists()  # a reader does not create it
+    lk = Lake(spark, path, create=True)  # a writer does: empty
+    assert lk.table("inputs").exists() and lk.table("inputs").live() == []
+    assert ledger.known(lk, old_lake["read"]) == set()
+
+    res = CliRunner().invoke(app, ["lake", "upgrade", "--lake", path])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert "already a format-2 lake; input-file ledger filled from 2 run report(s)" in said, said
+    assert ledger_rows(path) == old_lake["ledger"]
+    lk = Lake(spark, path)
+    assert lk.cut()["inputs"] == lk.table("inputs").version()
+    assert lk.run_reports()[-1]["input_kind"] == "ledger"
+    assert ledger.known(lk, old_lake["read"]) == {f.identity() for f in old_lake["read"]}
+
+    versions = {n: t.version() for n, t in lk.tables.items()}
+    again = upgrade(spark, path)
+    assert not again.upgraded and again.ledger.runs == 0
+    assert {n: t.version() for n, t in Lake(spark, path).tables.items()} == versions
+    res = CliRunner().invoke(app, ["lake", "upgrade", "--lake", path])
+    assert res.exit_code == 0 and "nothing to do" in res.output
+    checks = check(spark, path).to_dict()["checks"]
+    assert not checks["ledger"]["problem"] and not checks["reconciliation"]["problem"], checks
 
 
 @pytest.mark.slow  # a normalize and an apply: ~20 s
@@ -147,8 +254,11 @@ def test_upgraded_lake_takes_new_runs_and_apply(spark, old_lake, tmp_path):
     path = str(tmp_path / "lake")
     shutil.copytree(old_lake["pristine"], path)
     upgrade(spark, path)
-    again = cdcnorm.normalize(str(SAMPLES / "datastream" / "broken"), "datastream", spark=spark, lake=path)
-    assert again.report["rows_written"] == 0 and again.report["outcomes"]["duplicate"] > 0
+    again = cdcnorm.normalize(BROKEN, "datastream", spark=spark, lake=path)  # every file is in the ledger
+    assert again.report["files_skipped_known"] == len(old_lake["read"]) and again.report["files"] == 0
+    assert again.report["rows_written"] == 0 and again.report["records_read"] == 0
+    forced = cdcnorm.normalize(BROKEN, "datastream", spark=spark, lake=path, reprocess=True)
+    assert forced.report["rows_written"] == 0 and forced.report["outcomes"]["duplicate"] > 0
     assert cdcnorm.read_changes(spark, path).count() == old_lake["rows"]
     state = cdcnorm.apply(spark, path)
     assert len(state) > 0 and sum(df.count() for df in state.values()) > 0
@@ -156,18 +266,28 @@ def test_upgraded_lake_takes_new_runs_and_apply(spark, old_lake, tmp_path):
 
 def test_check_is_clean_after_upgrade_and_finds_planted_problems(spark, upgraded, tmp_path):
     from cdcnorm.lake.admin.check import check
-    from cdcnorm.lake.delta.files import file_adds
+    from cdcnorm.lake.delta.files import file_adds, write_arrow
     from cdcnorm.lake.store import Lake
 
     path = str(tmp_path / "lake")
     shutil.copytree(upgraded["path"], path)
     first = check(spark, path).to_dict()["checks"]
-    assert not any(first[k]["problem"] for k in ("duplicates", "pending", "reconciliation")), first
+    assert not any(first[k]["problem"] for k in ("duplicates", "ledger", "pending", "reconciliation")), first
     # the old layout's uncommitted run folder is the one problem: unreferenced, of a run that never committed
     assert [(d["folder"], d["kind"]) for d in first["orphans"]["details"]] == [
         ("vendor=datastream/run_id=CRASHED", "uncommitted")]
 
     lk = Lake(spark, path)
+    # ledger rows: one of a run that is not committed (a problem), and a second row for a file the ledger holds,
+    # from another committed run (two concurrent runs over the same new files leave that: no problem)
+    inputs = lk.table("inputs")
+    held = min(r for r in ledger_rows(path) if r[1] >= 0)
+    other = next(r for r in lk.committed_runs() if r != held[4])
+    for run, uri in (("GHOST", "file:///nowhere/a.jsonl"), (other, held[0])):
+        row = pa.table({"uri": [uri], "size": pa.array([10], pa.int64()), "mtime_ms": pa.array([1], pa.int64()),
+                        "etag": pa.array([None], pa.string()), "vendor": ["datastream"], "run_id": [run],
+                        "recorded_at": pa.array([None], pa.timestamp("us", tz="UTC"))})
+        inputs.commit(write_arrow(spark, row, inputs, f"run={run}", lk.specs["inputs"].stats))
     table = lk.table("changes")
     src = some_parquet(os.path.join(path, "changes"))
     copy = "planted/vendor=datastream/source_day=__HIVE_DEFAULT_PARTITION__/part-dup.parquet"  # not a run folder
@@ -189,12 +309,15 @@ def test_check_is_clean_after_upgrade_and_finds_planted_problems(spark, upgraded
     res = check(spark, path).to_dict()["checks"]
     dup_rows = spark.read.parquet(src).count()
     assert res["duplicates"]["problem"] and res["duplicates"]["summary"].startswith(f"{dup_rows} event id")
+    assert "no run report counts a row written unchecked" in res["duplicates"]["summary"]
     assert len(res["duplicates"]["details"]) == min(5, dup_rows) and res["duplicates"]["details"][0]["rows"] == 2
     orphan = res["orphans"]["details"]
     assert res["orphans"]["problem"] and [(d["folder"], d["kind"], d["files"]) for d in orphan] == [
         ("run=CRASHED/vendor=datastream", "uncommitted", 1), ("vendor=datastream/run_id=CRASHED", "uncommitted", 1)]
     assert orphan[0]["bytes"] == os.path.getsize(src)
     assert res["pending"]["problem"] and res["pending"]["details"][0]["run_id"] == "PENDING"
+    assert res["ledger"]["problem"] and res["ledger"]["details"] == [
+        {"run_id": "GHOST", "files": 1, "pending": False, "example": "file:///nowhere/a.jsonl"}]
     rec = res["reconciliation"]
     assert rec["problem"] and "whose outcomes do not add up" in rec["summary"]
     assert rec["details"][0]["totals"]["changes_rows"] == rec["details"][0]["totals"]["rows_written"] + dup_rows

@@ -17,17 +17,22 @@ app = typer.Typer(no_args_is_help=True, help="Upgrade, audit and maintain a lake
 
 @app.command("upgrade")
 def lake_upgrade(lake: LakeOpt, master: MasterOpt = None) -> None:
-    """Turn a format-1 lake (Parquet folders) into a format-2 lake (Delta tables); no data file is rewritten."""
+    """Turn a format-1 lake (Parquet folders) into a format-2 lake (Delta tables; no data file is rewritten) and
+    fill the input-file ledger from the run reports (also of a format-2 lake whose runs predate the ledger)."""
 
     def run() -> int:
         from cdcnorm.lake.admin.upgrade import upgrade
         from cdcnorm.runtime.session import get_spark
 
         check_lakes_exist(lake)
-        with console.status("registering the lake's files in Delta tables"):
+        with console.status("registering the lake's files in Delta tables and the input-file ledger"):
             res = upgrade(get_spark(master, quiet=True), lake)
         if not res.upgraded:
-            console.print(f"{res.lake} is already a format-2 lake: nothing to do.", highlight=False)
+            if not res.ledger.runs:
+                console.print(f"{res.lake} is already a format-2 lake and its input-file ledger covers every run "
+                              "report: nothing to do.", highlight=False)
+                return EXIT_OK
+            console.print(f"{res.lake} is already a format-2 lake; {_ledger_line(res.ledger)}", highlight=False)
             return EXIT_OK
         t = Table(title=f"upgraded {res.lake} ({res.runs} committed runs)")
         for col in ("table", "runs", "files", "rows", "bytes"):
@@ -35,6 +40,7 @@ def lake_upgrade(lake: LakeOpt, master: MasterOpt = None) -> None:
         for name, d in res.registered.items():
             t.add_row(name, str(d["runs"]), str(d["files"]), str(d["rows"]), str(d["bytes"]))
         console.print(t)
+        console.print(_ledger_line(res.ledger), highlight=False)
         if res.leftovers:
             left = Table(title="not registered (uncommitted leftovers of the old layout)")
             for col in ("path", "files", "bytes", "why"):
@@ -47,11 +53,21 @@ def lake_upgrade(lake: LakeOpt, master: MasterOpt = None) -> None:
     run_guarded(run)
 
 
+def _ledger_line(fill) -> str:
+    """What the upgrade recorded in the input-file ledger, in one sentence."""
+    text = (f"input-file ledger filled from {fill.runs} run report(s): {fill.files} file(s) with their current "
+            f"size and modification time, {fill.unknown} path(s) of unknown identity (gone, or named by "
+            "a report without a start time: read again when listed)")
+    if fill.newer:
+        text += f"; {fill.newer} file(s) changed after the last run that named them are left for the next run"
+    return text + "."
+
+
 @app.command("check")
 def lake_check(lake: LakeOpt, master: MasterOpt = None,
                json_: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False) -> None:
-    """Audit the whole lake: duplicate event ids, unreferenced files, pending runs, report reconciliation.
-    Exit 0 when clean, 1 when a problem is found."""
+    """Audit the whole lake: duplicate event ids, ledger rows of runs not committed, unreferenced files, pending
+    runs, report reconciliation. Exit 0 when clean, 1 when a problem is found."""
 
     def run() -> int:
         from cdcnorm.lake.admin.check import check, to_json

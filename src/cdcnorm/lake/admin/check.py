@@ -1,10 +1,19 @@
 """`cdcnorm lake check`: a full audit of a lake, explicit because it may scan every table.
 
 What it looks for, and why each can happen:
-- duplicate event ids in `changes` at the cut: a redelivery older than the dedup window is written again
-  (counted as `dedup_unchecked` by its run); shows how many and a few examples.
+- duplicate event ids in `changes` at the cut: every run checks its new changes against the lake's rows of the
+  days they fall in, whatever their age, so a duplicate comes from a run that opted into `--dedup-window`
+  (changes older than its window are written unchecked and counted as its `dedup_unchecked`) or from another
+  writer of the Delta table; shows how many, a few examples, and the reports' `dedup_unchecked` total.
+- ledger rows of runs that are not committed: live files of the input-file ledger (`inputs`) whose rows name a
+  run without a `runs` row. A run stopped between its ledger commit and its report leaves them (its intent in
+  `_commits/` is pending; the next writer completes it); otherwise something wrote the ledger outside a run.
+  Until their run is committed, runs do not skip those files (the ledger is read at the cut, files of runs
+  without a report left out). Two rows for one file from two committed runs are no problem: two concurrent runs
+  over the same new files both read and record them (the duplicate check keeps their events once).
 - unreferenced Parquet files under a table folder: a crashed run's `run=R/` folder (a problem), or files a
-  committed run or a compaction left behind (garbage that `cdcnorm lake maintain` vacuums; not a problem).
+  committed run, a compaction or an interrupted `lake upgrade` left behind (garbage that `cdcnorm lake maintain`
+  vacuums; not a problem).
 - pending intents in `_commits/`: runs stopped between their first and last commit; readers do not see them
   until the next writer (or `cdcnorm lake maintain`) completes them.
 - reconciliation: every report's `records_read` equals the sum of its outcomes; rows of a run cannot be
@@ -26,12 +35,14 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from cdcnorm.lake.commit import INTENTS
-from cdcnorm.lake.delta.read import read_table
+from cdcnorm.lake.delta.read import read_files, read_table
 from cdcnorm.lake.store import Lake
 from cdcnorm.lake.tables import run_of
 from cdcnorm.runtime.fs import walk
 
 COMPACT_PREFIX = "compact="
+UPGRADE_PREFIX = "upgrade="
+"""`LAKE/inputs/upgrade=<id>/`: ledger rows `cdcnorm lake upgrade` recorded from the run reports."""
 
 
 @dataclass
@@ -64,9 +75,11 @@ def check(spark: SparkSession, path: str, examples: int = 5) -> CheckResult:
     lk = Lake(spark, path)
     committed = set(lk.committed_runs())
     pending = pending_runs(lk)
+    pending_ids = {p["run_id"] for p in pending}
     return CheckResult(lk.path, [
         duplicates(lk, examples),
-        orphans(lk, committed, {p["run_id"] for p in pending}),
+        ledger(lk, committed, pending_ids),
+        orphans(lk, committed, pending_ids),
         Finding("pending", bool(pending), f"{len(pending)} run(s) with a pending intent in {INTENTS}/"
                 if pending else "no pending run", pending),
         reconciliation(lk),
@@ -86,8 +99,34 @@ def duplicates(lk: Lake, examples: int) -> Finding:
         dup.unpersist()
     if not ids:
         return Finding("duplicates", False, "no event id occurs twice in changes")
-    return Finding("duplicates", True, f"{ids} event id(s) occur more than once ({extra} extra row(s)); "
-                   "likely redeliveries older than the dedup window", shown)
+    unchecked = sum(int(r.get("dedup_unchecked") or 0) for r in lk.run_reports())
+    why = (f"the run reports count {unchecked} row(s) written unchecked (older than an opted-in --dedup-window)"
+           if unchecked else "no run report counts a row written unchecked: rows of another writer?")
+    return Finding("duplicates", True, f"{ids} event id(s) occur more than once ({extra} extra row(s)); {why}", shown)
+
+
+def ledger(lk: Lake, committed: set[str], pending: set[str]) -> Finding:
+    """Rows of the input-file ledger (its live files at the latest version) that name a run not committed."""
+    table = lk.table("inputs")
+    if not table.exists():
+        return Finding("ledger", False, "no input-file ledger yet (a writer creates it; `cdcnorm lake upgrade` "
+                       "fills it from the run reports)")
+    live = table.live()
+    if not live:
+        return Finding("ledger", False, "the input-file ledger is empty")
+    frame = read_files(lk.spark, table, [f["uri"] for f in live], ["run_id", "uri"])
+    by_run = [r.asDict() for r in frame.groupBy("run_id").agg(  # one row per run: metadata only
+        F.count(F.lit(1)).alias("files"), F.min("uri").alias("example")).collect()]
+    total = sum(int(r["files"]) for r in by_run)
+    bad = [{"run_id": r["run_id"], "files": int(r["files"]), "pending": r["run_id"] in pending,
+            "example": r["example"]} for r in sorted(by_run, key=lambda r: str(r["run_id"]))
+           if r["run_id"] not in committed]
+    if not bad:
+        return Finding("ledger", False, f"{total} ledger row(s) of {len(by_run)} run(s), every run committed")
+    n = sum(d["files"] for d in bad)
+    waiting = sum(1 for d in bad if d["pending"])
+    return Finding("ledger", True, f"{n} ledger row(s) of {len(bad)} run(s) that are not committed"
+                   + (f" ({waiting} with a pending intent: the next writer completes them)" if waiting else ""), bad)
 
 
 def orphans(lk: Lake, committed: set[str], pending: set[str]) -> Finding:
@@ -102,7 +141,7 @@ def orphans(lk: Lake, committed: set[str], pending: set[str]) -> Finding:
             if f.rel in live:
                 continue
             run = run_of(f.rel)
-            if f.rel.startswith(COMPACT_PREFIX) or run in committed:
+            if f.rel.startswith((COMPACT_PREFIX, UPGRADE_PREFIX)) or run in committed:
                 kind = "garbage"
             elif run in pending:
                 kind = "pending"
