@@ -28,7 +28,7 @@ from cdcnorm.lake.store import Lake
 from cdcnorm.simulate.feed import FeedPlan, land
 from lake_checks import cli_env, wait_group_gone
 
-SAFE_POINTS = ("written", "intent", "committed:changes", "committed:runs")
+SAFE_POINTS = ("written", "intent", "committed:changes", "committed:inputs", "committed:runs")
 """Crash points every batch with data reaches (the quarantine points need a quarantined record)."""
 
 

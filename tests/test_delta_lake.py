@@ -29,11 +29,11 @@ from cdcnorm.lake.store import Lake
 from cdcnorm.lake.tables import COMMIT_ORDER
 from conftest import SAMPLES
 
-TABLES = COMMIT_ORDER  # schemas, quarantine, quarantine_resolved, halves, changes, runs
+TABLES = COMMIT_ORDER  # schemas, quarantine, quarantine_resolved, halves, changes, inputs, runs
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 TIMESTAMP_COLUMNS = {"changes": ("source_ts", "capture_ts"), "quarantine": ("quarantined_at",),
                      "schemas": ("first_seen",), "runs": ("finished_at",), "quarantine_resolved": (),
-                     "halves": ("source_ts", "capture_ts", "event_time")}
+                     "halves": ("source_ts", "capture_ts", "event_time"), "inputs": ("recorded_at",)}
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +120,7 @@ def test_second_run_adds_nothing_and_all_readers_agree(spark, duck, lake, tmp_pa
     first, again = lake["first"], lake["again"]
     assert first["rows_written"] > 15 and first["quarantine_new"] == 6 and first["schema_versions_new"] > 0
     assert (again["rows_written"], again["quarantine_new"], again["schema_versions_new"]) == (0, 0, 0)
+    assert again["files_skipped_known"] == first["files"] and again["files"] == 0
     now = {t: delta_replay.snapshot(f"{lake['path']}/{t}").version for t in TABLES}
     assert {t: v for t, v in now.items() if t != "runs"} == {t: v for t, v in lake["versions"].items() if t != "runs"}
     assert now["runs"] == lake["versions"]["runs"] + 1
@@ -129,7 +130,7 @@ def test_second_run_adds_nothing_and_all_readers_agree(spark, duck, lake, tmp_pa
     for col in ("key", "after", "before", "key_bytes", "source_ts"):  # the exact comparisons compared values
         assert changes.column(col).null_count < changes.num_rows, f"changes.{col} is always null"
     assert counts == {"schemas": first["schema_versions_new"], "quarantine": 6, "quarantine_resolved": 0,
-                      "halves": 0, "changes": first["rows_written"], "runs": 2}
+                      "halves": 0, "changes": first["rows_written"], "inputs": first["files"], "runs": 2}
 
 
 def test_tables_use_the_protocol_other_readers_expect(lake):
@@ -140,7 +141,7 @@ def test_tables_use_the_protocol_other_readers_expect(lake):
     assert "variantType" in proto["readerFeatures"] and "variantType" in proto["writerFeatures"]
     assert changes.partition_columns == ["vendor", "source_day"]
     assert {t: delta_replay.snapshot(f"{path}/{t}").partition_columns for t in TABLES if t != "changes"} == {
-        "schemas": [], "quarantine": [], "quarantine_resolved": [], "halves": ["vendor"], "runs": []}
+        "schemas": [], "quarantine": [], "quarantine_resolved": [], "halves": ["vendor"], "inputs": [], "runs": []}
     for name in TABLES:
         snap = delta_replay.snapshot(f"{path}/{name}")
         for rel in snap.files:
@@ -183,7 +184,8 @@ def test_readers_agree_after_a_checkpoint_and_a_commit_on_top(spark, duck, lake,
     first = lake["first"]
     assert counts == {"schemas": first["schema_versions_new"] + third.report["schema_versions_new"],
                       "quarantine": 6, "quarantine_resolved": 2, "halves": 0,
-                      "changes": first["rows_written"] + third.report["rows_written"], "runs": 3}
+                      "changes": first["rows_written"] + third.report["rows_written"],
+                      "inputs": first["files"] + third.report["files"], "runs": 3}
     resolved, _ = delta_replay.read(f"{path}/quarantine_resolved")
     assert sorted(resolved.column("quarantine_id").to_pylist()) == retried
     days = set(delta_replay.read(f"{path}/changes")[0].column("source_day").to_pylist())

@@ -28,7 +28,7 @@ from lake_checks import (
 )
 
 POINTS = ("written", "intent", "committed:schemas", "committed:quarantine", "committed:quarantine_resolved",
-          "committed:changes", "committed:runs")
+          "committed:changes", "committed:inputs", "committed:runs")
 
 
 @pytest.fixture(autouse=True)
@@ -64,8 +64,9 @@ def test_crash_after_the_changes_commit_then_restart_completes_the_run(spark, tm
     crashed = pending[:-len(".json")]
     assert crashed not in Lake(spark, lake).committed_runs()
     restart = normalize(parts[1], VENDOR, spark=spark, lake=lake).report  # ... then the same command again
-    # the restart completed the crashed run first, so it found only duplicates
-    assert restart["rows_written"] == 0 and restart["quarantine_new"] == 0 and restart["outcomes"]["duplicate"] > 0
+    # the restart completed the crashed run first (its rows and its files in the ledger), so it read nothing
+    assert restart["files"] == 0 and restart["files_skipped_known"] == len(parts[1])
+    assert restart["rows_written"] == 0 and restart["quarantine_new"] == 0
     assert intents_left(lake) == []
     normalize([*parts[2], *parts[3]], VENDOR, spark=spark, lake=lake)
 
@@ -99,9 +100,9 @@ def test_crash_at_three_points_then_restart_loses_and_doubles_nothing(spark, tmp
             crashed[point] = pending[0][:-len(".json")]
             assert crashed[point] not in Lake(spark, lake).committed_runs()
         restart = normalize(inputs, VENDOR, spark=spark, lake=lake).report  # ... then the same command again
-        if point != "written":  # the restart completed the crashed run first, so it found only duplicates
+        if point != "written":  # the restart completed the crashed run first, so every file was known
             assert restart["rows_written"] == 0 and restart["quarantine_new"] == 0
-            assert restart["outcomes"]["duplicate"] > 0
+            assert restart["files"] == 0 and restart["files_skipped_known"] == len(inputs)
     normalize(parts[3], VENDOR, spark=spark, lake=lake)
 
     lk = Lake(spark, lake)

@@ -83,7 +83,7 @@ def test_the_id_hash_check_shuffles_the_rows_of_its_suspects_only(spark):
 
 def _normalized(spark, files, vendor, lake, by_ids, monkeypatch):
     monkeypatch.setattr(pipeline, "MARK_BY_IDS_ROWS", (0, 10**9) if by_ids else (1, 0))
-    reports = [cdcnorm.normalize(files, vendor, spark=spark, lake=lake).report for _ in range(2)]
+    reports = [cdcnorm.normalize(files, vendor, spark=spark, lake=lake, reprocess=True).report for _ in range(2)]
     changes = cdcnorm.read_changes(spark, lake)
     cols = [F.to_json(f.name).alias(f.name) if isinstance(f.dataType, VariantType) else F.col(f"`{f.name}`")
             for f in changes.schema.fields if f.name != "run_id"]

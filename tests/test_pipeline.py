@@ -111,10 +111,13 @@ def test_lake_is_idempotent_and_appends(spark, inputs, tmp_path, lake_path):
     assert lake_rows.count() == 3
     assert dict(lake_rows.schema["after"].jsonValue()) ["type"] == "variant"
 
-    again = cdcnorm.normalize(inputs, LinesAdapter(), spark=spark, lake=lake_path)
-    assert again.report["rows_written"] == 0
-    assert again.report["outcomes"]["duplicate"] == 4
-    assert again.report["quarantine_new"] == 0
+    again = cdcnorm.normalize(inputs, LinesAdapter(), spark=spark, lake=lake_path)  # every file known: none read
+    assert again.report["files"] == 0 and again.report["files_skipped_known"] == first.report["files"] > 0
+    assert again.report["records_read"] == again.report["rows_written"] == 0
+    forced = cdcnorm.normalize(inputs, LinesAdapter(), spark=spark, lake=lake_path, reprocess=True)
+    assert forced.report["rows_written"] == 0
+    assert forced.report["outcomes"]["duplicate"] == 4
+    assert forced.report["quarantine_new"] == 0
     assert cdcnorm.read_changes(spark, lake_path).count() == 3
     assert cdcnorm.read_quarantine(spark, lake_path).count() == 1
 
@@ -123,7 +126,7 @@ def test_lake_is_idempotent_and_appends(spark, inputs, tmp_path, lake_path):
     assert third.report["rows_written"] == 1 and third.report["outcomes"]["duplicate"] == 1
     assert cdcnorm.read_changes(spark, lake_path).count() == 4
     runs = Lake(spark, lake_path).committed_runs()
-    assert len(runs) == 3
+    assert len(runs) == 4
     assert json.loads((tmp_path / "lake" / "_cdcnorm.json").read_text())["canonical_version"] == "2"
 
 

@@ -29,7 +29,7 @@ class Listing:
 
 def known_only(lk: Lake, report: dict[str, Any]) -> dict[str, Any]:
     """Commit a run that found only known files: no data file, its `runs` row alone."""
-    report["dedup_window_days"] = None
+    report.update(dedup_window_days=None, quarantine_new=0, schema_versions_new=0)
     report["finished_at"] = dt.datetime.now(dt.UTC).isoformat()
     return commit_run(lk, report["run_id"], {}, report, lk.table("changes").version())
 

@@ -348,8 +348,8 @@ def _stage(decoded: DataFrame, lake: Lake | None, run_id: str, adapter: Adapter)
     pairs = pair_balance(adapter) if adapter.waiting_roles else []
     dayless = change & F.col("source_ts").isNull()
     decoded.observe(seen, F.collect_set(F.when(change, F.struct(F.col("vendor"), source_day()))).alias("days"),
-                    F.min(F.when(dayless, F.col("capture_ts"))).alias("dayless_lo"),
-                    F.max(F.when(dayless, F.col("capture_ts"))).alias("dayless_hi"),
+                    F.min(F.when(dayless, F.unix_micros("capture_ts"))).alias("dayless_lo"),
+                    F.max(F.when(dayless, F.unix_micros("capture_ts"))).alias("dayless_hi"),
                     F.max(dayless & F.col("capture_ts").isNull()).alias("dayless_uncaptured"),
                     F.max(change & F.coalesce(waiting, F.lit(False))).alias("waiting"),
                     F.collect_set(F.col(B.KIND)).alias("kinds"), F.count_if(change).alias("changes"),

@@ -187,7 +187,8 @@ def _recheck(lk: Lake, p: Pending, handle) -> bool:
     mine = p.adds["changes"]
     scope = {(d["partition_values"]["vendor"], d["partition_values"].get(SOURCE_DAY)) for d in mine}
     before = {f["path"] for f in table.live(p.read_version)}
-    theirs = [f["uri"] for f in table.live(handle=handle) if f["path"] not in before and may_hold(f, scope)]
+    theirs = [f["uri"] for f in table.live(handle=handle) if f["path"] not in before
+              and may_hold(f, scope, {v: None for v, d in scope if d is None})]
     if not theirs:
         return False
     spark = lk.spark

@@ -26,6 +26,7 @@ from cdcnorm.lake.delta.read import read_files
 from cdcnorm.lake.store import Lake
 from cdcnorm.lake.tables import SOURCE_DAY, run_of, source_day
 
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 Part = tuple[str, str | None]
 """(vendor, source day): a partition of the changes table; None is the vendor's day-less partition."""
 
@@ -43,7 +44,8 @@ class DedupScope:
 @dataclass
 class Touched:
     """The partitions a batch's changes fall in, and per vendor the range of its day-less changes' capture
-    times (None when one of them has none: then every day-less file of the vendor is read)."""
+    times in microseconds since the epoch (None when one of them has none: then every day-less file of the
+    vendor is read)."""
 
     parts: set[Part]
     dayless_capture: dict[str, tuple[Any, Any] | None] = field(default_factory=dict)
@@ -81,7 +83,8 @@ def touched_by(rows: DataFrame) -> Touched:
     """The partitions `rows` fall in and their day-less capture ranges (one small aggregation)."""
     dayless = F.col(SOURCE_DAY).isNull()
     got = rows.groupBy("vendor", SOURCE_DAY).agg(
-        F.min(F.when(dayless, F.col("capture_ts"))).alias("lo"), F.max(F.when(dayless, F.col("capture_ts"))).alias("hi"),
+        F.min(F.when(dayless, F.unix_micros("capture_ts"))).alias("lo"),
+        F.max(F.when(dayless, F.unix_micros("capture_ts"))).alias("hi"),
         F.max(F.when(dayless, F.col("capture_ts").isNull()).cast("int")).alias("no_capture")).collect()
     return Touched({(r["vendor"], r[SOURCE_DAY]) for r in got},
                    {r["vendor"]: None if r["no_capture"] else (r["lo"], r["hi"]) for r in got if r[SOURCE_DAY] is None})
@@ -99,10 +102,18 @@ def may_hold(file: dict[str, Any], parts: set[Part], dayless_capture: dict[str, 
     if (vendor, None) not in parts:
         return _upgraded(file["path"])
     span = dayless_capture.get(vendor)
-    lo, hi = file.get("min", {}).get("capture_ts"), file.get("max", {}).get("capture_ts")
+    lo, hi = _micros(file.get("min", {}).get("capture_ts")), _micros(file.get("max", {}).get("capture_ts"))
     if span is None or lo is None or hi is None or file.get("nulls", {}).get("capture_ts", 1):
         return True
     return not (hi < span[0] or lo > span[1])
+
+
+def _micros(value: Any) -> int | None:
+    """A statistic's timestamp in microseconds since the epoch (a naive one is UTC, as the log writes it)."""
+    if not isinstance(value, dt.datetime):
+        return None
+    aware = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    return (aware - EPOCH) // dt.timedelta(microseconds=1)
 
 
 def _upgraded(path: str) -> bool:
