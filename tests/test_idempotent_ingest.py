@@ -8,6 +8,7 @@ id (every new change is checked against the lake's rows of the days it falls in,
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shutil
 from collections import Counter
@@ -17,6 +18,7 @@ import pytest
 
 import delta_replay
 from cdcnorm.ingest.pipeline import normalize
+from cdcnorm.lake.dedup import EPOCH, may_hold
 from cdcnorm.simulate import simulate
 from cdcnorm.simulate.verify import check_format, options_for
 from cdcnorm.state import apply
@@ -121,3 +123,32 @@ def test_a_follower_and_a_batch_run_share_the_ledger(spark, tmp_path, month):
     assert rest["files"] == len(files) - len(first) and rest["files_skipped_known"] == len(first)
     ids_once(lake)
     applied_equals_truth(spark, lake, manifest)
+
+
+def _file(path: str, vendor: str, day: str | None, lo: dt.datetime | None = None, hi: dt.datetime | None = None):
+    return {"path": path, "partition": {"vendor": vendor, "source_day": day},
+            "min": {"capture_ts": lo}, "max": {"capture_ts": hi}, "nulls": {"capture_ts": 0 if lo else None}}
+
+
+def test_the_duplicate_check_reads_only_the_days_and_capture_times_a_run_touches():
+    """Dated changes: the files of their vendor and days, whatever their age. Day-less changes (no source time):
+    the vendor's day-less files whose capture range may overlap theirs (the log's statistics); a run without
+    day-less changes reads no day-less file, except those an upgraded lake registered (any day)."""
+    t = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
+    old = _file("vendor=d/source_day=2023-01-02/run=a/p.parquet", "d", "2023-01-02")
+    other_day = _file("vendor=d/source_day=2024-05-01/run=a/p.parquet", "d", "2024-05-01")
+    early = _file("vendor=d/source_day=__HIVE_DEFAULT_PARTITION__/run=a/p.parquet", "d", None, t, t + dt.timedelta(hours=1))
+    late = _file("vendor=d/source_day=__HIVE_DEFAULT_PARTITION__/run=b/p.parquet", "d", None,
+                 t + dt.timedelta(days=3), t + dt.timedelta(days=4))
+    no_stats = _file("vendor=d/source_day=__HIVE_DEFAULT_PARTITION__/run=c/p.parquet", "d", None)
+    upgraded = _file("changes/vendor=d/run_id=x/p.parquet", "d", None)
+    other_vendor = _file("vendor=e/source_day=2023-01-02/run=a/p.parquet", "e", "2023-01-02")
+    micros = lambda d: (d - EPOCH) // dt.timedelta(microseconds=1)  # noqa: E731
+    dated = {("d", "2023-01-02")}
+    assert [may_hold(f, dated, {}) for f in (old, other_day, early, late, no_stats, upgraded, other_vendor)] == [
+        True, False, False, False, False, True, False]
+    span = (micros(t + dt.timedelta(minutes=10)), micros(t + dt.timedelta(minutes=20)))
+    dayless = {("d", None)}
+    assert [may_hold(f, dayless, {"d": span}) for f in (old, early, late, no_stats, upgraded)] == [
+        False, True, False, True, True]
+    assert may_hold(late, dayless, {"d": None})  # a day-less change without a capture time: every day-less file

@@ -31,8 +31,8 @@ def normalize(
         "newest source day (default: every day they fall in, exactly); older ones are written and counted as "
         "dedup_unchecked.")] = None,
     reprocess: Annotated[bool, typer.Option(
-        "--reprocess", help="Read input files a committed run of the lake already read (same path, size and "
-        "modification time); their events still go through the duplicate check.")] = False,
+        "--reprocess", help="Read input files a committed run of the lake already read (same path, size, "
+        "modification time and ETag); their events still go through the duplicate check.")] = False,
     pair_memory_days: Annotated[int | None, typer.Option(
         "--pair-memory-days", min=0, help="Days of event time an update half emitted as an orphan is remembered "
         "for a late partner (default 30).")] = None,
