@@ -63,7 +63,8 @@ def test_strict_normalize_exits_1_on_quarantine(tmp_path):
 
 @pytest.mark.slow
 def test_normalize_datastream_samples_like_a_user(tmp_path):
-    """The user flow: normalize, run again (nothing changes), append more, inspect the quarantine."""
+    """The user flow: normalize, run again (every file known: nothing read, nothing changes), append more,
+    inspect the quarantine."""
 
     lake = tmp_path / "lake"
     samples = ROOT / "samples" / "datastream"
@@ -77,8 +78,9 @@ def test_normalize_datastream_samples_like_a_user(tmp_path):
     again = run("normalize", str(samples / "shop_orders"), str(samples / "broken"), "--lake", str(lake))
     assert again.returncode == 0, again.stderr
     r2 = run_reports(lake)[-1]
-    assert r2["rows_written"] == 0 and r2["quarantine_new"] == 0
-    assert r2["outcomes"]["duplicate"] == r1["outcomes"]["emitted"] + r1["outcomes"]["duplicate"]
+    assert r2["rows_written"] == 0 and r2["quarantine_new"] == 0 and r2["records_read"] == 0
+    assert r2["files"] == 0 and r2["files_skipped_known"] == r1["files"] > 0
+    assert "files skipped (read before)" in again.stdout
 
     more = run("normalize", str(samples), "--lake", str(lake), "--vendor", "datastream")
     assert more.returncode == 0, more.stderr

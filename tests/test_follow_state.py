@@ -93,7 +93,7 @@ def test_an_orphan_redelivered_with_its_partner_is_superseded_by_their_pair(spar
     and the pair must still replace the orphan emitted before (found by the 20-kill follow proof)."""
     split = copy_lake(first_half["lake"], tmp_path / "split")
     again = normalize([str(FAR / "part-0001.jsonl"), str(FAR / "part-0002.jsonl")], "datahub", spark=spark,
-                      lake=split)
+                      lake=split, reprocess=True)  # the known file delivered again
     got = rows(spark, split)
     orphans = {i for i, r in got.items() if {"orphan_before", "orphan_after"} & set(r["flags"])}
     assert len(orphans) == 3
@@ -107,7 +107,7 @@ def test_a_half_redelivered_after_its_pair_was_emitted_is_a_duplicate(spark, tmp
     lake = copy_lake(whole["lake"], tmp_path / "lake")  # both files in one run: every pair emitted
     before = rows(spark, lake)
     assert before == whole["rows"]
-    again = normalize([str(FAR / "part-0002.jsonl")], "datahub", spark=spark, lake=lake)
+    again = normalize([str(FAR / "part-0002.jsonl")], "datahub", spark=spark, lake=lake, reprocess=True)
     assert again.report["rows_written"] == 0 and again.report["reconciled"]
     assert again.report["outcomes"]["duplicate"] == again.report["records_read"]
     assert rows(spark, lake) == before  # no orphan of an update already paired
@@ -149,7 +149,8 @@ def test_one_streams_newer_events_release_no_half_of_another_stream(spark, tmp_p
                       options={"stream": "second"})
     assert other.report["outcomes"]["held"] == 0 and other.report["pairing_state_rows"] == 3
     assert not {"orphan_before", "orphan_after"} & set(other.report["flags"])
-    own = normalize([newer], "datahub", spark=spark, lake=lake, pair_wait_seconds=100, options={"stream": "first"})
+    own = normalize([newer], "datahub", spark=spark, lake=lake, pair_wait_seconds=100, options={"stream": "first"},
+                    reprocess=True)  # the file the other stream's run read, read again as stream `first`
     assert own.report["outcomes"]["held"] == -3 and own.report["reconciled"]
     assert sum(own.report["flags"].get(f, 0) for f in ("orphan_before", "orphan_after")) == 3
 
