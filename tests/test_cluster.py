@@ -97,7 +97,7 @@ def applied_tables(spark, lake: Path) -> dict[TableId, object]:
 
     tids = [TableId(e["vendor"], e["stream"], e["database"], e["schema"], e["table"])
             for e in read_index(spark, str(lake))]
-    return {tid: read_current(spark, str(lake), tid, meta=True) for tid in tids}
+    return {tid: read_current(spark, str(lake), tid) for tid in tids}
 
 
 def table_tokens(df) -> list:
