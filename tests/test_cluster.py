@@ -90,11 +90,14 @@ def reports(lake: Path) -> dict[str, dict]:
 
 
 def applied_tables(spark, lake: Path) -> dict[TableId, object]:
-    """The current-state tables a run wrote, read back from `LAKE/current/` through its index."""
+    """The current-state Delta tables a run wrote, read back from `LAKE/current/` (their live files) through
+    its index."""
     from cdcnorm.state.index import read_index
+    from cdcnorm.state.target import read_current
 
-    return {TableId(e["vendor"], e["stream"], e["database"], e["schema"], e["table"]):
-            spark.read.parquet(str(lake / e["path"])) for e in read_index(spark, str(lake))}
+    tids = [TableId(e["vendor"], e["stream"], e["database"], e["schema"], e["table"])
+            for e in read_index(spark, str(lake))]
+    return {tid: read_current(spark, str(lake), tid) for tid in tids}
 
 
 def table_tokens(df) -> list:
