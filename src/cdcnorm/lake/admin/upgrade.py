@@ -212,14 +212,19 @@ def _register(spark: SparkSession, ref: DeltaTableRef, spec: TableSpec, by_run: 
     adds = file_adds(spark, ref, [f.rel for f in files], spec.stats)
     with_rows = {a.path for a in adds}
     adds += [_empty_add(f, ref.partition_by) for f in files if f.rel not in with_rows]
+    _commit_upgrade(ref, adds, todo, handle)
+    rows = sum(int(orjson.loads(a.stats)["numRecords"]) for a in adds)
+    return {"runs": len(todo), "files": len(adds), "rows": rows, "bytes": sum(a.size for a in adds)}
+
+
+def _commit_upgrade(ref: DeltaTableRef, adds: list[AddAction], runs: list[str], handle) -> None:
+    """One commit of the upgrade's adds carrying each run's app id, so a re-run after a crash adds nothing twice."""
     try:
-        ref.commit(adds, [(upgrade_app(r), 1) for r in todo], handle=handle,
-                   operation_note={"cdcnorm.operation": "upgrade", "runs": len(todo)})
+        ref.commit(adds, [(upgrade_app(r), 1) for r in runs], handle=handle,
+                   operation_note={"cdcnorm.operation": "upgrade", "runs": len(runs)})
     except Conflict as exc:
         raise LakeError(f"Another writer committed to {ref.uri} during the upgrade; run `cdcnorm lake upgrade` "
                         "again (it continues where it stopped).") from exc
-    rows = sum(int(orjson.loads(a.stats)["numRecords"]) for a in adds)
-    return {"runs": len(todo), "files": len(adds), "rows": rows, "bytes": sum(a.size for a in adds)}
 
 
 def _empty_add(f: Listed, partition_by: tuple[str, ...]) -> AddAction:
@@ -359,12 +364,7 @@ def fill_ledger(spark: SparkSession, ref: DeltaTableRef, spec: TableSpec, run_id
             adds = write_arrow(spark, rows, ref, prefix, spec.stats)
         else:
             adds = write_files(spark.createDataFrame(rows.to_pylist(), spec.schema), ref, prefix, spec.stats)
-    try:
-        ref.commit(adds, [(upgrade_app(r), 1) for r in todo], handle=handle,
-                   operation_note={"cdcnorm.operation": "upgrade", "runs": len(todo)})
-    except Conflict as exc:
-        raise LakeError(f"Another writer committed to {ref.uri} during the upgrade; run `cdcnorm lake upgrade` "
-                        "again (it continues where it stopped).") from exc
+    _commit_upgrade(ref, adds, todo, handle)
     return fill
 
 
