@@ -120,7 +120,9 @@ def test_crash_at_three_points_then_restart_loses_and_doubles_nothing(spark, tmp
 @pytest.mark.slow
 def test_twenty_kill_9_at_points_and_random_times_then_restart(spark, tmp_path):
     """20 kills of real normalize processes (SIGKILL to the process group, the JVM included): at a named
-    crash point or after a random delay; each input is re-run until a run ends without being killed."""
+    crash point or after a random delay; each input is re-run until a run ends without being killed. A re-run
+    of the same input reads its files again (`--reprocess`: the ledger would skip the files a completed run
+    recorded, and such a run never reaches `written`), so every run reaches every point."""
     rng = random.Random(20261124)
     history = simulate_history(tmp_path)
     lake, reference = str(tmp_path / "lake"), str(tmp_path / "reference")
@@ -133,6 +135,7 @@ def test_twenty_kill_9_at_points_and_random_times_then_restart(spark, tmp_path):
     parts = chunks(history)
     for i, inputs in enumerate(parts):
         last = i == len(parts) - 1
+        attempt = 0
         while True:
             point = delay = None
             if kills < 20 and (last or rng.random() < 0.85):
@@ -140,8 +143,9 @@ def test_twenty_kill_9_at_points_and_random_times_then_restart(spark, tmp_path):
                     point = rng.choice(POINTS)
                 else:
                     delay = round(rng.uniform(1.0, span * 1.1), 1)
-            run = run_normalize(inputs, lake, crash_at_point=point, kill_after=delay)
-            runs += 1
+            again = ("--reprocess",) if attempt else ()
+            run = run_normalize(inputs, lake, *again, crash_at_point=point, kill_after=delay)
+            runs, attempt = runs + 1, attempt + 1
             log.append((i, point or (f"after {delay} s" if delay else "-"), run.returncode, run.seconds,
                         "java" in run.group_seen))
             if point:  # every run reaches every point (a restart reaches them first completing the killed run)
