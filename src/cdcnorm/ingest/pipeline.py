@@ -54,6 +54,8 @@ from cdcnorm.lake.commit import open_lake, stage_and_commit, staged_rows
 from cdcnorm.lake.dedup import (
     MARK_BY_IDS_ROWS,
     Touched,
+    capture_span,
+    dayless_capture,
     dedup_scope,
     mark_duplicates,
     with_source_day,
@@ -348,15 +350,13 @@ def _stage(decoded: DataFrame, lake: Lake | None, run_id: str, adapter: Adapter)
     pairs = pair_balance(adapter) if adapter.waiting_roles else []
     dayless = change & F.col("source_ts").isNull()
     decoded.observe(seen, F.collect_set(F.when(change, F.struct(F.col("vendor"), source_day()))).alias("days"),
-                    F.min(F.when(dayless, F.unix_micros("capture_ts"))).alias("dayless_lo"),
-                    F.max(F.when(dayless, F.unix_micros("capture_ts"))).alias("dayless_hi"),
-                    F.max(dayless & F.col("capture_ts").isNull()).alias("dayless_uncaptured"),
+                    *dayless_capture(dayless),
                     F.max(change & F.coalesce(waiting, F.lit(False))).alias("waiting"),
                     F.collect_set(F.col(B.KIND)).alias("kinds"), F.count_if(change).alias("changes"),
                     *pairs).write.parquet(path)
     facts = seen.get
     days = {(d["vendor"], d[1]) for d in facts["days"] or []}
-    span = None if facts["dayless_uncaptured"] else (facts["dayless_lo"], facts["dayless_hi"])
+    span = capture_span(facts)
     touched = Touched(days, {v: span for v, d in days if d is None})
     return Staged(decoded.sparkSession.read.schema(decoded.schema).parquet(path), touched, bool(facts["waiting"]),
                   bool(pairs) and pairs_balanced(facts), frozenset(facts["kinds"] or ()), int(facts["changes"] or 0))

@@ -51,7 +51,7 @@ class Touched:
     dayless_capture: dict[str, tuple[Any, Any] | None] = field(default_factory=dict)
 
 
-def dedup_scope(lk: Lake, rows: DataFrame | Touched | list[Part], window_days: int | None = None) -> DedupScope:
+def dedup_scope(lk: Lake, rows: DataFrame | Touched, window_days: int | None = None) -> DedupScope:
     """The lake's event ids a batch (`rows`, with `source_day` and `capture_ts`; or what it touches) must be
     checked against: see the module doc. With `window_days`, rows of days older than the batch's newest day minus
     the window are not checked (they are written and counted as `dedup_unchecked`)."""
@@ -59,8 +59,6 @@ def dedup_scope(lk: Lake, rows: DataFrame | Touched | list[Part], window_days: i
     handle = table.fresh()
     version = handle.version()
     touched = touched_by(rows) if isinstance(rows, DataFrame) else rows
-    if not isinstance(touched, Touched):
-        touched = Touched(set(touched), {v: None for v, d in touched if d is None})
     parts = touched.parts
     unchecked = F.lit(False)
     if window_days is not None:
@@ -79,15 +77,24 @@ def dedup_scope(lk: Lake, rows: DataFrame | Touched | list[Part], window_days: i
     return DedupScope(existing, version, unchecked, window_days)
 
 
+def dayless_capture(dayless: Column) -> list[Column]:
+    """Aggregates of the rows where `dayless` holds: the lowest and highest capture time (microseconds) and
+    whether one has none (`dayless_lo`, `dayless_hi`, `dayless_uncaptured`); read back by :func:`capture_span`."""
+    micros = F.when(dayless, F.unix_micros("capture_ts"))
+    return [F.min(micros).alias("dayless_lo"), F.max(micros).alias("dayless_hi"),
+            F.max(dayless & F.col("capture_ts").isNull()).alias("dayless_uncaptured")]
+
+
+def capture_span(got) -> tuple[Any, Any] | None:
+    """The day-less capture range :func:`dayless_capture` aggregated (a row or a dict); None when unknown."""
+    return None if got["dayless_uncaptured"] else (got["dayless_lo"], got["dayless_hi"])
+
+
 def touched_by(rows: DataFrame) -> Touched:
     """The partitions `rows` fall in and their day-less capture ranges (one small aggregation)."""
-    dayless = F.col(SOURCE_DAY).isNull()
-    got = rows.groupBy("vendor", SOURCE_DAY).agg(
-        F.min(F.when(dayless, F.unix_micros("capture_ts"))).alias("lo"),
-        F.max(F.when(dayless, F.unix_micros("capture_ts"))).alias("hi"),
-        F.max(F.when(dayless, F.col("capture_ts").isNull()).cast("int")).alias("no_capture")).collect()
+    got = rows.groupBy("vendor", SOURCE_DAY).agg(*dayless_capture(F.col(SOURCE_DAY).isNull())).collect()
     return Touched({(r["vendor"], r[SOURCE_DAY]) for r in got},
-                   {r["vendor"]: None if r["no_capture"] else (r["lo"], r["hi"]) for r in got if r[SOURCE_DAY] is None})
+                   {r["vendor"]: capture_span(r) for r in got if r[SOURCE_DAY] is None})
 
 
 def may_hold(file: dict[str, Any], parts: set[Part], dayless_capture: dict[str, tuple[Any, Any] | None]) -> bool:

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cdcnorm.lake.delta.read import read_files
-from cdcnorm.lake.store import Lake, reported_files
+from cdcnorm.lake.store import Lake
 from cdcnorm.runtime.fs import FileEntry, FileId, is_local, local_path
 
 COLUMNS = ("uri", "size", "mtime_ms", "etag")
@@ -28,16 +28,15 @@ COLUMNS = ("uri", "size", "mtime_ms", "etag")
 
 def known(lk: Lake, files: Iterable[FileEntry]) -> set[FileId]:
     """The identities among `files` that committed runs of the lake already read."""
-    wanted = {f.identity() for f in files}
+    return known_ids(lk, {f.identity() for f in files})
+
+
+def known_ids(lk: Lake, wanted: set[FileId]) -> set[FileId]:
+    """The identities among `wanted` that committed runs of the lake already read (the ledger at the cut)."""
     table = lk.table("inputs")
     if not wanted or not table.exists():
         return set()
-    runs = lk._runs()
-    version = lk._cut(runs).get("inputs", -1)
-    if version < 0:
-        return set()
-    keep = reported_files({r["run_id"] for r in runs})
-    uris = [f["uri"] for f in table.live(version) if keep(f["path"])]
+    uris = [f["uri"] for f in lk.files_at_cut("inputs")]
     if not uris:
         return set()
     names = sorted({w.uri for w in wanted})
@@ -54,19 +53,23 @@ def known(lk: Lake, files: Iterable[FileEntry]) -> set[FileId]:
 def rows(lk: Lake, files: Iterable[FileEntry], run_id: str, vendor: str) -> pa.Table | DataFrame | None:
     """The ledger rows of the files a run read (None: none): Arrow for a local lake (written by the driver),
     a Spark DataFrame for a remote one."""
-    ids = [f.identity() for f in files]
-    if not ids:
+    table = arrow_rows([(f.identity(), run_id, vendor) for f in files])
+    if not table.num_rows:
         return None
-    now = dt.datetime.now(dt.UTC)
-    table = pa.table({
-        "uri": pa.array([i.uri for i in ids], pa.string()),
-        "size": pa.array([i.size for i in ids], pa.int64()),
-        "mtime_ms": pa.array([i.mtime_ms for i in ids], pa.int64()),
-        "etag": pa.array([i.etag for i in ids], pa.string()),
-        "vendor": pa.array([vendor] * len(ids), pa.string()),
-        "run_id": pa.array([run_id] * len(ids), pa.string()),
-        "recorded_at": pa.array([now] * len(ids), pa.timestamp("us", tz="UTC")),
-    })
     if is_local(lk.table("inputs").uri):
         return table
     return lk.spark.createDataFrame(table.to_pylist(), lk.specs["inputs"].schema)
+
+
+def arrow_rows(entries: list[tuple[FileId, str, str | None]]) -> pa.Table:
+    """Ledger rows, one per (identity, run id, vendor), recorded now."""
+    now = dt.datetime.now(dt.UTC)
+    return pa.table({
+        "uri": pa.array([i.uri for i, _, _ in entries], pa.string()),
+        "size": pa.array([i.size for i, _, _ in entries], pa.int64()),
+        "mtime_ms": pa.array([i.mtime_ms for i, _, _ in entries], pa.int64()),
+        "etag": pa.array([i.etag for i, _, _ in entries], pa.string()),
+        "vendor": pa.array([v for _, _, v in entries], pa.string()),
+        "run_id": pa.array([r for _, r, _ in entries], pa.string()),
+        "recorded_at": pa.array([now] * len(entries), pa.timestamp("us", tz="UTC")),
+    })

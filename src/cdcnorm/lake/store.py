@@ -172,6 +172,16 @@ class Lake:
                 kw.setdefault("keep", reported_files({r["run_id"] for r in runs}))
         return read_table(self.spark, self.tables[name], version, **kw)
 
+    def files_at_cut(self, name: str) -> list[dict[str, Any]]:
+        """A table's live files at the cut that count (a run's files only once it is committed), as
+        :meth:`read` reads them; metadata only, for driver-side readers of small tables."""
+        runs = self._runs()
+        version = self._cut(runs).get(name, -1)
+        if version < 0:
+            return []
+        keep = reported_files({r["run_id"] for r in runs})
+        return [f for f in self.tables[name].live(version) if keep(f["path"])]
+
     def run_rows(self, name: str, run_id: str) -> DataFrame:
         """The rows one run added to a table (its `run=<run_id>` files at the latest version)."""
         return read_table(self.spark, self.tables[name], keep=lambda rel: run_of(rel) == run_id)

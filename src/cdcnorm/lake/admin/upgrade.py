@@ -53,7 +53,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-import pyarrow as pa
 from deltalake.transaction import AddAction
 from pyspark.sql import SparkSession
 
@@ -63,7 +62,7 @@ from cdcnorm.lake.admin.check import UPGRADE_PREFIX
 from cdcnorm.lake.commit import INTENTS, STAGED_TABLES, append_run_rows, complete_pending, open_lake, run_app
 from cdcnorm.lake.delta.files import file_adds, partition_values, write_arrow, write_files
 from cdcnorm.lake.delta.table import Conflict, DeltaTableRef, delta_uri
-from cdcnorm.lake.ledger import known
+from cdcnorm.lake.ledger import arrow_rows, known_ids
 from cdcnorm.lake.lock import writer_lock
 from cdcnorm.lake.store import LAKE_FORMAT, MARKER, Lake, missing_lake, new_run_id
 from cdcnorm.lake.tables import STAGING, TableSpec, run_of, specs
@@ -328,19 +327,6 @@ def ledger_entries(spark: SparkSession, runs: Iterable[tuple[str, dict[str, Any]
     return [*chosen.values(), *unknown.values()]
 
 
-def _ledger_rows(entries: list[_Recorded]) -> pa.Table:
-    now = dt.datetime.now(dt.UTC)
-    return pa.table({
-        "uri": pa.array([e.ident.uri for e in entries], pa.string()),
-        "size": pa.array([e.ident.size for e in entries], pa.int64()),
-        "mtime_ms": pa.array([e.ident.mtime_ms for e in entries], pa.int64()),
-        "etag": pa.array([e.ident.etag for e in entries], pa.string()),
-        "vendor": pa.array([e.vendor for e in entries], pa.string()),
-        "run_id": pa.array([e.run_id for e in entries], pa.string()),
-        "recorded_at": pa.array([now] * len(entries), pa.timestamp("us", tz="UTC")),
-    })
-
-
 def fill_ledger(spark: SparkSession, ref: DeltaTableRef, spec: TableSpec, run_ids: list[str],
                 reports: Callable[[str], dict[str, Any]], lake: Lake | None = None) -> LedgerFill:
     """Record in the ledger the files read by the file runs among `run_ids` that are not recorded yet (no
@@ -354,11 +340,11 @@ def fill_ledger(spark: SparkSession, ref: DeltaTableRef, spec: TableSpec, run_id
         return fill
     entries = ledger_entries(spark, [(r, reports(r)) for r in todo], fill)
     if lake is not None and entries:
-        have = known(lake, [FileEntry(e.ident.uri, e.ident.size, e.ident.mtime_ms, e.ident.etag) for e in entries])
+        have = known_ids(lake, {e.ident for e in entries})
         entries = [e for e in entries if e.ident not in have]
     adds: list[AddAction] = []
     if entries:
-        rows = _ledger_rows(entries)
+        rows = arrow_rows([(e.ident, e.run_id, e.vendor) for e in entries])
         prefix = f"{UPGRADE_PREFIX}{new_run_id()}"
         if is_local(ref.uri) and not ref.partition_by:
             adds = write_arrow(spark, rows, ref, prefix, spec.stats)
