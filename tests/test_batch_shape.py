@@ -150,3 +150,67 @@ def test_a_run_whose_schema_versions_the_lake_holds_writes_no_schema_file(spark,
     assert schemas.version() == version  # no commit, no file
     assert not (tmp_path / "lake" / "schemas" / f"run={again.run_id}").exists()
     assert Lake(spark, lake).schemas().count() == stored
+
+
+def _orders_lines() -> tuple[str, list[str]]:
+    source = next((SAMPLES / "datastream/shop_orders/2025/01/21/11/05").glob("*mysql-cdc-binlog*.jsonl"))
+    return source.name, [line for line in source.read_text().splitlines(keepends=True) if line.strip()]
+
+
+def _one_file(into, folder: str, lines: list[str]) -> str:
+    name, _ = _orders_lines()
+    path = into / folder / name
+    path.parent.mkdir()
+    path.write_text("".join(lines))
+    return str(path)
+
+
+def test_a_batch_run_past_remembered_orphans_it_cannot_meet_skips_the_state_and_writes_what_the_state_path_writes(
+        spark, tmp_path, monkeypatch):
+    """A lake that remembers an orphan half: a batch run none of whose halves shares a pair id with it passes the
+    state by (the driver read it, the staging write counted no hit) and must give what the state path gives; a run
+    carrying the orphan's partner takes the state path and pairs with it."""
+    _, lines = _orders_lines()
+    first = _three_messages(tmp_path)  # a lone key-change half: remembered as an orphan
+    # another key change (its two halves at another position, other uuids): a complete pair of another pair id
+    other = [line.replace("2550", "7777").replace('0f1a0000001', '0f1a0000009') for line in lines[2:4]]
+    second = _one_file(tmp_path, "other", other)
+    via_state = []  # the runs that read the state through Spark
+    real = pairing_state.live_entries
+    monkeypatch.setattr(pairing_state, "live_entries", lambda lk, files: via_state.extend([1] if files else [])
+                        or real(lk, files))
+    runs = {}
+    for name, forced in (("quick", False), ("slow", True)):
+        if forced:
+            monkeypatch.setattr(pipeline, "passes_by", lambda *_a: False)
+        lake = str(tmp_path / name)
+        normalize([first], "datastream", spark=spark, lake=lake)
+        runs[name] = normalize([second], "datastream", spark=spark, lake=lake)
+    assert via_state == [1]  # only the forced second run
+    quick, slow = runs["quick"], runs["slow"]
+    assert _all(Lake(spark, str(tmp_path / "quick")).changes()) == _all(Lake(spark, str(tmp_path / "slow")).changes())
+    assert _halves(spark, str(tmp_path / "quick")) == _halves(spark, str(tmp_path / "slow"))
+    for key in ("outcomes", "rows_by_table_op", "flags", "halves_waiting_records", "halves_released_records",
+                "pairing_state_rows", "records_read", "reconciled", "rows_written"):
+        assert quick.report[key] == slow.report[key], key
+    assert quick.report["pairing_state_rows"] == 1 and quick.report["rows_written"] == 2
+
+    monkeypatch.setattr(pipeline, "passes_by", pairing_state.passes_by)
+    partner = _one_file(tmp_path, "partner", [lines[3]])
+    late = normalize([partner], "datastream", spark=spark, lake=str(tmp_path / "quick"))
+    assert via_state == [1, 1]  # the partner meets the remembered orphan: the state path
+    assert late.report["pairing_state_rows"] == 0  # the orphan's entry ended
+    assert late.report["rows_written"] == 1
+
+
+def test_the_driver_reads_the_live_state_as_spark_does(spark, tmp_path):
+    lake = str(tmp_path / "lake")
+    normalize([_three_messages(tmp_path)], "datastream", spark=spark, lake=lake)
+    lk = Lake(spark, lake)
+    files = pairing_state.state_files(lk, "datastream")
+    mem = pairing_state.memory(files, 30)
+    live = pairing_state.live_entries(lk, files)
+    assert mem.live == live.count() == 1 and mem.waiting == 0 and mem.expired == 0
+    assert mem.orphan_pairs == {r[B.PAIR] for r in live.select(B.PAIR).collect()}
+    assert pairing_state.memory(files, 30).passable()
+    assert pairing_state.memory([], 30) is None

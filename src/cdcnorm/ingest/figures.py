@@ -79,6 +79,10 @@ def aggregate_figures(decoded: DataFrame, marked: DataFrame, pairing: Pairing | 
     agg = union.groupBy(*keys).agg(*[F.expr(a) for a in aggs])
     for r in agg.collect():
         out[r["part"]].append(r.asDict())
+    if pairing is not None and pairing.state_before:  # the live entries a run passed by (flush_past_memory)
+        held = out["held"] or [{"held_in": 0, "held_out": 0, "state_rows": 0}]
+        held[0]["state_rows"] = int(held[0]["state_rows"] or 0) + pairing.state_before
+        out["held"] = held
     out["entries"] = sum(int(r["rows"] or 0) for r in out["entries"])
     out["schemas"] = sorted(r["text"] for r in out["schemas"])
     out["pairing"] = pairing is not None

@@ -24,6 +24,11 @@ produces carry `supersedes = <orphan event id>` when the adapter's paired rows h
 and the orphan's own re-emission is dropped (Datastream keeps the halves' ids: the late half is simply emitted).
 A complete group whose half was already emitted as an orphan (that half redelivered with its partner) supersedes
 the orphan the same way.
+A batch run (no wait) passes the state by when the state cannot change its outcome: the driver reads a local
+lake's few state entries (:func:`memory`), and when none is waiting, none has expired and none of the run's halves
+shares a pair id with a remembered orphan (counted by the staging write), the run pairs within itself and only
+appends its new orphans (:func:`flush_past_memory`): the same rows, entries and figures as the state path, without
+its Spark jobs (a daily job's run costs what its new files cost, not that of the state).
 A lone half of a role that never waits (`Adapter.waiting_roles`: Datastream's UPDATE-INSERT alone is an
 ordinary update) passes through. Another lone group is released as an orphan when it is old enough, or always
 when the run flushes (a batch run with no wait), else it waits. A waiting half's records count as the report's `held` outcome (net: held at the end
@@ -34,11 +39,15 @@ their targets dropped) in a `dataChange=false` commit that is skipped if it conf
 
 from __future__ import annotations
 
+import datetime as dt
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -47,6 +56,7 @@ from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.lake.delta.files import write_files
 from cdcnorm.lake.delta.read import read_files
 from cdcnorm.lake.delta.table import rewrite
+from cdcnorm.runtime.fs import is_local, local_path
 
 if TYPE_CHECKING:
     from cdcnorm.adapters import Adapter
@@ -60,6 +70,8 @@ TABLE = "halves"
 WAITING, ORPHANED, RELEASED = "waiting", "orphaned", "released"
 COMPACT_FILES = 16
 """A vendor's live state files above which a run compacts them."""
+MEMORY_PAIRS_MAX = 10_000
+"""Remembered orphan pair ids above which a run takes the state path rather than test its halves against them."""
 
 _DECODED = [f.name for f in decoded_schema().fields]
 
@@ -80,6 +92,26 @@ class Pairing:
     counts: DataFrame | None
     """rows whose sums are `held_in` / `held_out` (records waiting at the start / end) and `state_rows` (live
     entries after): summed by the report's aggregation (None: nothing held, one state row per entry)"""
+    state_before: int = field(default=0)
+    """live entries the state held before the run, when `counts` is None (added to `state_rows`)"""
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What the driver read of a vendor's live pairing state (a local lake's: a few small files)."""
+
+    live: int
+    """live entries (waiting and orphaned)"""
+    waiting: int
+    """waiting halves"""
+    expired: int
+    """orphans older than the retention: a run that sees them writes their tombstones (the state path)"""
+    orphan_pairs: frozenset[str]
+    """pair ids of the remembered orphans"""
+
+    def passable(self) -> bool:
+        """Whether a batch run whose halves share no pair id with an orphan may pass the state by."""
+        return not self.waiting and not self.expired and len(self.orphan_pairs) <= MEMORY_PAIRS_MAX
 
 
 def event_time() -> Column:
@@ -144,6 +176,49 @@ def balanced(observed: dict) -> bool:
 def may_wait(adapter: Adapter) -> Column:
     """Whether a decoded change row is a half of a role that may wait for its partner."""
     return _role().isin(*adapter.waiting_roles)
+
+
+def memory(files: list[str], retention_days: int) -> Memory | None:
+    """The live state of these files as the driver reads it (None: no file, or a remote lake's files, which only
+    Spark reads: such a run takes the state path)."""
+    if not files or not all(is_local(u) for u in files):
+        return None
+    rows = pq.read_table([local_path(u) for u in files], columns=[B.PAIR, "entry_kind", "entry_id", "event_time"])
+    kinds = rows.column("entry_kind")
+    ended = pc.filter(rows.column("entry_id"), pc.equal(kinds, RELEASED))
+    live = rows.filter(pc.and_(pc.not_equal(kinds, RELEASED), pc.invert(pc.is_in(rows.column("entry_id"), ended))))
+    orphans = live.filter(pc.equal(live.column("entry_kind"), ORPHANED))
+    times = orphans.column("event_time")
+    newest = pc.max(times).as_py()
+    expired = int(pc.sum(pc.is_null(times)).as_py() or 0)
+    if newest is not None:  # the rule of _expired: event time before the newest orphan's minus the retention
+        limit = newest - dt.timedelta(days=int(retention_days))
+        expired += int(pc.sum(pc.less(times, pa.scalar(limit, times.type))).as_py() or 0)
+    return Memory(live.num_rows, live.num_rows - orphans.num_rows, expired,
+                  frozenset(p for p in orphans.column(B.PAIR).to_pylist() if p is not None))
+
+
+def memory_hits(mem: Memory | None) -> list[Column]:
+    """The staging write's count of the run's halves whose pair id a remembered orphan has (`_memory_hits`)."""
+    if mem is None or not mem.passable() or not mem.orphan_pairs:
+        return []
+    return [F.count_if(F.col(B.PAIR).isin(sorted(mem.orphan_pairs))).alias("_memory_hits")]
+
+
+def passes_by(mem: Memory | None, wait_seconds: float | None, hits: int | None) -> bool:
+    """Whether a run may pass the pairing state by (:func:`flush_past_memory`): a batch run (no wait), the state
+    read by the driver and passable, and none of the run's halves met a remembered orphan (`hits`)."""
+    return not wait_seconds and mem is not None and mem.passable() and not (mem.orphan_pairs and hits)
+
+
+def flush_past_memory(adapter: Adapter, changes: DataFrame, mem: Memory) -> Pairing:
+    """:func:`pair_across_runs` of a run that :func:`passes_by` the state: nothing waits, nothing is late or
+    expires, no remembered orphan meets a half of the run, so the state path would pair within the run and add the
+    run's lone halves as orphans: exactly :func:`_flush_without_state`, whose state figure starts at the live
+    entries."""
+    flushed = _flush_without_state(adapter, changes)
+    flushed.state_before = mem.live
+    return flushed
 
 
 def live_entries(lk: Lake, files: list[str]) -> DataFrame | None:

@@ -38,10 +38,15 @@ from cdcnorm.ingest.first_pass import first_pass
 from cdcnorm.ingest.listing import EMPTY_PARTS, Listing, empty_frames, known_only
 from cdcnorm.ingest.pairing import (
     DEFAULT_PAIR_MEMORY_DAYS,
+    Memory,
     apply_pairing,
+    flush_past_memory,
     mark_emitted_pairs,
     may_wait,
+    memory,
+    memory_hits,
     pair_across_runs,
+    passes_by,
     state_files,
 )
 from cdcnorm.ingest.pairing import balance as pair_balance
@@ -202,10 +207,12 @@ def _decode_and_finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession
                        window: int | None, pair_wait: float | None, pair_memory: int) -> NormalizeResult:
     n_files = len(listing.files)
     say(f"decoding {n_files or 'DataFrame'} {'files' if n_files else ''} with the {adapter.name} adapter".replace("  ", " "))
-    staged = _stage(decoded, lake_obj, run_id, adapter)
+    state = state_files(lake_obj, adapter.name) if lake_obj and adapter.waiting_roles else []
+    mem = memory(state, pair_memory) if not pair_wait else None
+    staged = _stage(decoded, lake_obj, run_id, adapter, mem)
     try:
         return _finish(staged, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind, inputs,
-                       listing, skipped, window, pair_wait, pair_memory)
+                       listing, skipped, window, pair_wait, pair_memory, state, mem)
     finally:
         if lake_obj:
             lake_obj.fs.delete(lake_obj._p(STAGING, run_id))
@@ -214,13 +221,16 @@ def _decode_and_finish(decoded: DataFrame, adapter: Adapter, spark: SparkSession
 def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress, resolves: DataFrame | None,
             run_id: str, started: dt.datetime, lake_obj: Lake | None, lake: str | None, kind: str,
             inputs: list[str], listing: Listing, skipped: dict[str, int], window: int | None,
-            pair_wait: float | None, pair_memory: int) -> NormalizeResult:
+            pair_wait: float | None, pair_memory: int, state: list[str], mem: Memory | None) -> NormalizeResult:
     decoded = staged.decoded
     decoded_changes = decoded.where(F.col(B.KIND) == KIND_CHANGE)
     pairing = None
-    state = state_files(lake_obj, adapter.name) if lake_obj and adapter.waiting_roles else []
-    if lake_obj and adapter.waiting_roles and pairing_needed(state, bool(staged.has_waiting_half),
-                                                             staged.balanced):
+    needs_state = lake_obj and adapter.waiting_roles and pairing_needed(state, bool(staged.has_waiting_half),
+                                                                        staged.balanced)
+    if needs_state and passes_by(mem, pair_wait, staged.memory_hits):
+        pairing = flush_past_memory(adapter, decoded_changes, mem)
+        decoded_changes = pairing.changes
+    elif needs_state:
         say("pairing update halves with those of earlier runs")
         pairing = pair_across_runs(lake_obj, adapter, decoded_changes, pair_wait,
                                    pair_memory,
@@ -331,13 +341,16 @@ class Staged:
     """the kinds of the decoded rows (None: not observed)"""
     changes: int | None = None
     """how many decoded rows are changes (None: not observed)"""
+    memory_hits: int | None = None
+    """how many halves share a pair id with a remembered orphan (cdcnorm.ingest.pairing.memory_hits; None: not
+    counted)"""
 
     def has(self, kind: str) -> bool:
         """Whether a decoded row may be of `kind`: a run builds no plan for a kind it has no row of."""
         return self.kinds is None or kind in self.kinds
 
 
-def _stage(decoded: DataFrame, lake: Lake | None, run_id: str, adapter: Adapter) -> Staged:
+def _stage(decoded: DataFrame, lake: Lake | None, run_id: str, adapter: Adapter, mem: Memory | None) -> Staged:
     """Decode once: stage the decoded rows (in the run's own staging folder of the lake, or in memory); the
     write observes the figures the dedup check and the pairing decision need (and the kinds of rows there are:
     no plan is built for a kind the run has no row of), sparing a Spark job each."""
@@ -348,18 +361,20 @@ def _stage(decoded: DataFrame, lake: Lake | None, run_id: str, adapter: Adapter)
     waiting = may_wait(adapter) if adapter.waiting_roles else F.lit(False)
     seen = Observation()
     pairs = pair_balance(adapter) if adapter.waiting_roles else []
+    hits = memory_hits(mem)
     dayless = change & F.col("source_ts").isNull()
     decoded.observe(seen, F.collect_set(F.when(change, F.struct(F.col("vendor"), source_day()))).alias("days"),
                     *dayless_capture(dayless),
                     F.max(change & F.coalesce(waiting, F.lit(False))).alias("waiting"),
                     F.collect_set(F.col(B.KIND)).alias("kinds"), F.count_if(change).alias("changes"),
-                    *pairs).write.parquet(path)
+                    *pairs, *hits).write.parquet(path)
     facts = seen.get
     days = {(d["vendor"], d[1]) for d in facts["days"] or []}
     span = capture_span(facts)
     touched = Touched(days, {v: span for v, d in days if d is None})
     return Staged(decoded.sparkSession.read.schema(decoded.schema).parquet(path), touched, bool(facts["waiting"]),
-                  bool(pairs) and pairs_balanced(facts), frozenset(facts["kinds"] or ()), int(facts["changes"] or 0))
+                  bool(pairs) and pairs_balanced(facts), frozenset(facts["kinds"] or ()), int(facts["changes"] or 0),
+                  int(facts["_memory_hits"] or 0) if hits else None)
 
 
 def _quarantine_rows(decoded: DataFrame, now: dt.datetime) -> DataFrame:
