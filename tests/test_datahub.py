@@ -21,7 +21,7 @@ from cdcnorm.adapters import get_adapter
 from cdcnorm.adapters.base import MessageMeta
 from cdcnorm.adapters.datahub import DataHubAdapter
 from cdcnorm.adapters.datahub.blob_values import blob_value
-from cdcnorm.adapters.datahub.ddl import apply_changes, parse_ddl
+from cdcnorm.adapters.ddl import apply_changes, parse_ddl
 from cdcnorm.adapters.datahub.files import looks_like_record
 from cdcnorm.adapters.datahub.options import path_hints
 from cdcnorm.adapters.datahub.pairing import pair_id

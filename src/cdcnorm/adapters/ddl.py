@@ -1,8 +1,10 @@
-"""DDL text of DataWorks Blob messages -> structured column changes (sqlglot).
+"""DDL text -> structured column changes (sqlglot), shared by every adapter whose vendor delivers statements.
 
-DataWorks puts the statement in `payload.ddl.text` and a Java-serialized FastSQL AST in `payload.ddl.ddlMeta`;
-only the text is portable, so it is parsed here with sqlglot in the source's dialect. A statement sqlglot
-cannot parse (it falls back to a generic `Command`) yields `None` ("unknown"), never a guess.
+Vendors hand over DDL as text (DataWorks `payload.ddl.text`, Debezium's schema-change `ddl`, Canal's `sql`,
+Maxwell's `sql`, DMS control records); only the text is portable, so it is parsed here with sqlglot in the
+source's dialect (:data:`DIALECTS`, keyed by the canonical `source_db`). A statement sqlglot cannot parse (it
+falls back to a generic `Command`) yields `None` ("unknown"), never a guess. :func:`apply_changes` folds the
+changes into a column list, so an adapter derives the next schema version from the previous one.
 """
 
 from __future__ import annotations
