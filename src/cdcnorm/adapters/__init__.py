@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 REGISTRY: dict[str, str] = {
     "datahub": "cdcnorm.adapters.datahub:SPEC",
     "datastream": "cdcnorm.adapters.datastream:SPEC",
+    "debezium": "cdcnorm.adapters.debezium:SPEC",
     "replicate": "cdcnorm.adapters.replicate:SPEC",
 }
 """The built-in vendors: name -> `"module:attr"` of their spec."""

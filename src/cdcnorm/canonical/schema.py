@@ -44,6 +44,10 @@ FLAGS: dict[str, str] = {
     "no_schema": "decoded without the table's metadata (field order and names from the data only)",
     "delete_by_is_deleted": "no change type in the event; the delete was decided by the vendor's is_deleted flag",
     "unverified_source": "the source flavour's format is documented as unverified against real output",
+    "untyped_values": "decoded without the vendor's schema: values as the JSON gives them or as the user declared "
+                      "their columns (best effort: a Base64 decimal reads as text, epoch units are assumed)",
+    "unknown_position": "the event carries no usable log position (placeholders such as an empty binlog file): "
+                        "its event id is made of its key, images and source time",
 }
 """Named conditions a row can carry in `flags`."""
 
