@@ -236,6 +236,14 @@ def test_text_types(name):
     ("io.debezium.time.MicroDuration", -93784500000, "PT-26H-3M-4.5S"),
     ("io.debezium.time.MicroDuration", 0, "PT0S"),
     ("io.debezium.time.Interval", "P1Y2M3DT4H5M6.78S", "P1Y2M3DT4H5M6.78S"),
+    # time.precision.mode=isostring: the wall clock written with a 'Z'
+    ("io.debezium.time.IsoDate", "2005-05-12Z", dt.date(2005, 5, 12)),
+    ("io.debezium.time.IsoTime", "10:30:45.123456789Z", "10:30:45.123456789"),
+    ("io.debezium.time.IsoTime", "10:30:01Z", "10:30:01.000000"),
+    ("io.debezium.time.IsoTime", "02:30:00.5Z", "02:30:00.500000"),
+    ("io.debezium.time.IsoTimestamp", "2024-11-20T15:44:43Z", dt.datetime(2024, 11, 20, 15, 44, 43)),
+    ("io.debezium.time.IsoTimestamp", "1969-12-31T23:59:59.999999Z", dt.datetime(1969, 12, 31, 23, 59, 59, 999999)),
+    ("io.debezium.time.IsoTimestamp", "2011-01-11T16:40:30.123456000Z", dt.datetime(2011, 1, 11, 16, 40, 30, 123456)),
 ])
 def test_temporal(name, value, expected):
     typ = {str: "string"}.get(type(value), "int64")
@@ -254,9 +262,20 @@ def test_temporal(name, value, expected):
     (1, "1970-01-01T00:00:00.000000001"),
 ])
 def test_nano_timestamp_beyond_micros_is_flagged_text(value, expected):
+    """Nanoseconds a datetime cannot hold: the value as ISO text with 9 digits (apply reads it truncated)."""
     flags: list[str] = []
     assert decode(logical("int64", "io.debezium.time.NanoTimestamp"), value, flags=flags) == expected
     assert flags == ["timestamp_as_string"]
+
+
+def test_iso_timestamp_nanos_kept_as_flagged_text():
+    flags: list[str] = []
+    f = logical("string", "io.debezium.time.IsoTimestamp")
+    assert decode(f, "2011-01-11T16:40:30.123456789Z", flags=flags) == "2011-01-11T16:40:30.123456789Z"
+    assert flags == ["timestamp_as_string"]
+    assert V.column_types(f, MODES) == ("io.debezium.time.IsoTimestamp", "timestamp_ntz")
+    with pytest.raises(DecodeError):
+        decode(f, "soon")
 
 
 def test_timestamp_out_of_range_is_flagged_text():
@@ -501,11 +520,15 @@ def test_column_types(schema, expected):
     ("timestamp", Modes(time_precision="connect"), 0, dt.datetime(1970, 1, 1, tzinfo=UTC)),
     ("date", MODES, 19439, dt.date(2023, 3, 23)),
     ("date", Modes(time_precision="isostring"), "2023-03-23", dt.date(2023, 3, 23)),
+    ("date", Modes(time_precision="isostring"), "2005-05-12Z", dt.date(2005, 5, 12)),
+    ("timestamp_ntz", Modes(time_precision="isostring"), "2024-11-20T15:44:43Z", dt.datetime(2024, 11, 20, 15, 44, 43)),
+    ("time", Modes(time_precision="isostring"), "10:30:45.123456789Z", "10:30:45.123456789"),
     ("time", MODES, 36803000000, "10:13:23.000000"),
     ("time(3)", MODES, 36803000, "10:13:23.000000"),
     ("time(0)", Modes(time_precision="adaptive_time_microseconds"), 36803000000, "10:13:23.000000"),
     ("time", Modes(time_precision="connect"), 36803000, "10:13:23.000000"),
-    ("time", Modes(time_precision="isostring"), "10:13:23", "10:13:23"),
+    ("time", Modes(time_precision="isostring"), "10:13:23", "10:13:23.000000"),
+    ("time", MODES, "not a time", "not a time"),
     ("json", MODES, '{"a": [1.5]}', {"a": [Decimal("1.5")]}),
     ("variant", MODES, {"a": 1}, {"a": 1}),
     ("interval", MODES, 3600000000, "PT1H"),

@@ -20,6 +20,7 @@ What each Connect / Debezium type becomes (docs/canonical.md, "Values and their 
 | `io.debezium.time.Time` / `MicroTime` / `NanoTime`, Connect `Time` | ms / µs / ns of the day | `HH:MM:SS.ffffff` (9 digits when ns) | time |
 | `io.debezium.time.Timestamp` / `MicroTimestamp` / `NanoTimestamp`, Connect `Timestamp` | ms / µs / ns | naive `datetime` (wall clock) | timestamp_ntz |
 | `io.debezium.time.ZonedTimestamp` | ISO text with offset | UTC `datetime` | timestamp |
+| `io.debezium.time.IsoDate` / `IsoTime` / `IsoTimestamp` (`isostring`) | ISO text + `Z` (wall clock) | `date` / `HH:MM:SS.ffffff` / naive `datetime` | date / time / timestamp_ntz |
 | `io.debezium.time.ZonedTime`, `Interval` | text | the text | time / interval |
 | `io.debezium.time.MicroDuration` | µs (a month = 30.4375 days) | ISO duration `PT1H2M3.5S` | interval |
 | `io.debezium.time.Year` | number | `int` | int |
@@ -612,7 +613,6 @@ def _map_decoder(f: Field, modes: Modes) -> Decoder:
 
 
 # -- the type table ----------------------------------------------------------------------------------------------
-_DBZ = "io.debezium."
 _TIME_UNITS = {"io.debezium.time.Time": 1000, "io.debezium.time.MicroTime": 1_000_000,
                "io.debezium.time.NanoTime": 1_000_000_000, "org.apache.kafka.connect.data.Time": 1000}
 _TS_UNITS = {"io.debezium.time.Timestamp": 1000, "io.debezium.time.MicroTimestamp": 1_000_000,
@@ -658,6 +658,8 @@ def _decoder(f: Field, modes: Modes) -> Decoder:
             return _time_decoder(_TIME_UNITS[name])
         if name == "io.debezium.time.ZonedTimestamp":
             return _zoned_timestamp
+        if name in _ISO:
+            return _ISO[name]
         if name == "io.debezium.data.VariableScaleDecimal":
             return _variable_decimal
         if name == "io.debezium.time.MicroDuration":
@@ -705,6 +707,7 @@ _PLAIN_CANONICAL = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int
 _LOGICAL_CANONICAL = {
     **dict.fromkeys(_TS_UNITS, "timestamp_ntz"), **dict.fromkeys(_DATES, "date"),
     **dict.fromkeys(_TIME_UNITS, "time"), "io.debezium.time.ZonedTime": "time",
+    "io.debezium.time.IsoDate": "date", "io.debezium.time.IsoTime": "time", "io.debezium.time.IsoTimestamp": "timestamp_ntz",
     "io.debezium.time.ZonedTimestamp": "timestamp", "io.debezium.time.Year": "int",
     "io.debezium.time.MicroDuration": "interval", "io.debezium.time.Interval": "interval",
     "io.debezium.data.Json": "json", "io.debezium.data.VariableScaleDecimal": "decimal",
@@ -796,8 +799,9 @@ def untyped_decoder(declared: str | None, modes: Modes) -> Decoder:
     | `interval` | any | µs (MicroDuration) -> ISO duration; text kept |
     | `boolean`, `tinyint`..`bigint`, `float`, `double`, `string` | any | that type (integers exact) |
 
-    With `time_precision=isostring` every temporal value is ISO text: a timestamp_ntz / date is parsed, a time
-    kept. Raises UsageError for a declared type outside this table.
+    Temporal text (`time_precision=isostring`: '2011-01-11T16:40:30.123456789Z', '2005-05-12Z', '10:30:45Z') is
+    read as the IsoTimestamp / IsoDate / IsoTime of a schema in every mode. Raises UsageError for a declared
+    type outside this table.
     """
     if declared is None:
         return _same
@@ -822,7 +826,7 @@ def untyped_decoder(declared: str | None, modes: Modes) -> Decoder:
         text = _iso_ntz if naive else _zoned_timestamp
         return lambda v, fl=None: text(v, fl) if type(v) is str else epoch(v, fl)
     if kind == "date":
-        return lambda v, fl=None: _iso_date(v) if type(v) is str else _date_dec(v, fl)
+        return _iso_date
     if kind == "time":
         if modes.time_precision == "connect":
             unit = 1000
@@ -831,7 +835,7 @@ def untyped_decoder(declared: str | None, modes: Modes) -> Decoder:
         else:
             unit = 1000 if n is not None and n <= 3 else 1_000_000 if n is None or n <= 6 else 1_000_000_000
         tdec = _time_decoder(unit)
-        return lambda v, fl=None: v if type(v) is str else tdec(v, fl)
+        return lambda v, fl=None: _iso_time(v) if type(v) is str else tdec(v, fl)
     if kind in ("binary", "bytes"):
         return _bytes_decoder(modes.binary_handling)
     if kind in ("json", "variant"):
@@ -848,12 +852,17 @@ _UNTYPED_PLAIN = {"boolean": _bool_dec, "tinyint": _PLAIN["int8"], "smallint": _
                   "string": _same, "uuid": _same}
 
 
-def _iso_ntz(v: str, fl: list | None = None) -> dt.datetime | str:
-    """`time.precision.mode=isostring` text -> naive datetime; nanoseconds beyond the µs stay text, flagged."""
+def _iso_ntz(v: Any, fl: list | None = None) -> dt.datetime | str | None:
+    """`time.precision.mode=isostring` text (`IsoTimestamp`, the wall clock written with a `Z`) -> naive
+    datetime; nanoseconds beyond the microsecond, and years outside 1..9999, stay text, flagged."""
+    if type(v) is not str:
+        if v is None or type(v) is dt.datetime and v.tzinfo is None:
+            return v
+        raise _bad("an ISO timestamp", v)
     try:
         ts = dt.datetime.fromisoformat(v)
     except ValueError:
-        raise _bad("an ISO timestamp", v) from None
+        return _zoned_odd(v, fl)
     m = _FRACTION.search(v, 19)
     if m and len(m[1]) > 6 and m[1][6:].strip("0"):
         _flag(fl)
@@ -861,11 +870,35 @@ def _iso_ntz(v: str, fl: list | None = None) -> dt.datetime | str:
     return ts.astimezone(_UTC).replace(tzinfo=None) if ts.tzinfo else ts
 
 
-def _iso_date(v: str) -> dt.date:
+def _iso_date(v: Any, fl: list | None = None) -> dt.date | str | None:
+    """`IsoDate` text ('2005-05-12Z') -> date; a day count as `io.debezium.time.Date`."""
+    if type(v) is not str:
+        return _date_dec(v, fl)
     try:
-        return dt.date.fromisoformat(v)
+        return dt.date.fromisoformat(v[:-1] if v.endswith("Z") else v)
     except ValueError:
-        raise _bad("an ISO date", v) from None
+        return _zoned_odd(v, fl)
+
+
+_ISO_TIME = re.compile(r"(-?\d{2,}:\d{2}:\d{2})(?:\.(\d{1,9}))?Z?")
+
+
+def _iso_time(v: Any, fl: list | None = None) -> str | None:
+    """`IsoTime` text ('10:30:45.123456789Z', a wall-clock time) -> 'HH:MM:SS.ffffff' (9 digits when ns), as
+    the other time types; other text (a ZonedTime with an offset) is kept."""
+    if type(v) is not str:
+        if v is None:
+            return None
+        raise _bad("an ISO time", v)
+    m = _ISO_TIME.fullmatch(v)
+    if m is None:
+        return v
+    frac = m[2] or ""
+    return f"{m[1]}.{frac.ljust(9, '0') if frac[6:].strip('0') else frac[:6].ljust(6, '0')}"
+
+
+_ISO = {"io.debezium.time.IsoDate": _iso_date, "io.debezium.time.IsoTime": _iso_time,
+        "io.debezium.time.IsoTimestamp": _iso_ntz}
 
 
 # -- unavailable values ----------------------------------------------------------------------------------------
