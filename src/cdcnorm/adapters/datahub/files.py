@@ -27,6 +27,8 @@ _PARQUET_TYPES = (
 _SNIFF_BLOB = re.compile(rb'"payload"\s*:\s*\{')
 _SNIFF_OP = re.compile(rb'"op"\s*:\s*"')
 _SNIFF_TUPLE = re.compile(rb'"_operation_type_"\s*:')
+_DEBEZIUM_SOURCE = re.compile(rb'"source"\s*:\s*\{[^{}]*"connector"\s*:')
+"""A Debezium envelope's `source` block: `{"schema", "payload": {"op", ...}}` is Debezium's shape too."""
 
 
 def sniff_head(head: bytes) -> bool:
@@ -34,7 +36,7 @@ def sniff_head(head: bytes) -> bool:
     window = head[:65536]
     start = window.lstrip(b"\xef\xbb\xbf \t\r\n[")
     if start.startswith(b"{"):
-        blob = _SNIFF_BLOB.search(window) and _SNIFF_OP.search(window)
+        blob = _SNIFF_BLOB.search(window) and _SNIFF_OP.search(window) and not _DEBEZIUM_SOURCE.search(window)
         return bool(blob or _SNIFF_TUPLE.search(window))
     first_line = window.split(b"\n", 1)[0]
     return b"_operation_type_" in first_line and b"," in first_line

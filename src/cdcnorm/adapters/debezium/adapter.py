@@ -22,7 +22,7 @@ from cdcnorm.adapters.debezium.changes import Event, data_change, table_of
 from cdcnorm.adapters.debezium.columns import RowType, avro_row_type, connect_row_type, untyped_row_type
 from cdcnorm.adapters.debezium.envelope import HEARTBEAT_TOPIC, Message, classify, parse_json
 from cdcnorm.adapters.debezium.files import Line, kcat_headers, kcat_value, read_avro, read_json
-from cdcnorm.adapters.debezium.keys import Key, option_keys, parse_key
+from cdcnorm.adapters.debezium.keys import Key, option_keys, parse_key, per_table
 from cdcnorm.adapters.debezium.options import DebeziumOptions
 from cdcnorm.adapters.debezium.spec import SPEC
 from cdcnorm.adapters.debezium.values import Modes, unavailable_checker
@@ -207,7 +207,7 @@ class DebeziumAdapter(Adapter):
             rt = connect_row_type(msg.schema, msg.schema_key, self.modes)
         if rt is not None:
             return rt
-        return untyped_row_type(option_keys(self.options.column_types, names), self.modes)  # type: ignore[arg-type]
+        return untyped_row_type(per_table(self.options.column_types, names), self.modes)
 
     def _data(self, msg: Message, fmt: str, key: Any, headers: Any, out: BatchBuilder) -> None:
         p = msg.payload

@@ -122,7 +122,7 @@ def data_change(ev: Event) -> Change:
         ident = (op, "row", source_ts.isoformat() if source_ts else None, _key_tuple(pks, key),
                  image_hash(before).hex(), image_hash(after).hex())
     else:
-        sort = (1, *pos.sort)
+        sort = (1, *pos.sort, 0 if op == "DELETE" else 1)  # a key change's delete and create share a position
         ident = (op, *pos.ident)
         if connector == "mongodb":  # one transaction's operations can share the oplog timestamp
             ident = (*ident, _key_tuple(pks, key))

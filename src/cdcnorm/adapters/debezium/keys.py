@@ -62,13 +62,18 @@ def key_values(key: Key, connector: str) -> tuple[list[str], dict[str, Any]]:
     return list(key.payload), dict(key.payload)
 
 
-def option_keys(keys: dict[str, list[str]], names: tuple[str | None, ...]) -> list[str] | None:
-    """The `keys` option's columns for a table, looked up as `db.schema.table`, `db.table`, `schema.table`,
-    then `table`."""
-    if not keys:
+def per_table(option: dict[str, Any], names: tuple[str | None, ...]) -> Any:
+    """A per-table option's entry, looked up as `db.schema.table`, `db.table`, `schema.table`, then `table`."""
+    if not option:
         return None
     database, schema, table = names
     for candidate in (f"{database}.{schema}.{table}", f"{database}.{table}", f"{schema}.{table}", table):
-        if candidate in keys:
-            return list(keys[candidate])
+        if candidate in option:
+            return option[candidate]
     return None
+
+
+def option_keys(keys: dict[str, list[str]], names: tuple[str | None, ...]) -> list[str] | None:
+    """The `keys` option's columns for a table (:func:`per_table`)."""
+    found = per_table(keys, names)
+    return list(found) if found else None

@@ -1,0 +1,277 @@
+"""Debezium adapter: the contract on the samples, then decoding tests that check the values (no Spark)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import orjson
+import pytest
+
+from cdcnorm.adapters.base import MessageMeta
+from cdcnorm.adapters.debezium import positions
+from cdcnorm.adapters.debezium.adapter import DebeziumAdapter
+from cdcnorm.adapters.debezium.envelope import parse_json
+from cdcnorm.canonical.emit import BatchBuilder
+from cdcnorm.testing import AdapterContract
+from decoded import changes, decode_files, outcomes, rows_of
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "debezium"
+MYSQL = SAMPLES / "sink" / "topics" / "dbserver1.inventory.customers" / "partition=0" / \
+    "dbserver1.inventory.customers+0+0000000000.json"
+PG = SAMPLES / "kcat" / "pg_orders.jsonl"
+MONGO = SAMPLES / "kcat" / "mongo_customers.jsonl"
+SQLSERVER = SAMPLES / "sqlserver" / "server1.jsonl"
+AVRO = SAMPLES / "sink" / "topics" / "pgavro.public.items" / "partition=0" / "pgavro.public.items+0+0000000000.avro"
+FRAMED = SAMPLES / "confluent" / "pgavro.public.items-0-5.bin"
+FLAT = SAMPLES / "malformed" / "flattened.jsonl"
+OPTIONS = {"keys": {"inventory.customers": ["id"], "testDB.dbo.items": ["id"]},
+           "schema_registry": str(SAMPLES / "registry"), "decimal_handling": "string",
+           "column_types": {"public.orders": {"amount": "decimal(10,2)"}}}
+UTC = dt.UTC
+
+
+class TestDebeziumContract(AdapterContract):
+    vendor = "debezium"
+    inputs = [str(SAMPLES)]
+    options = OPTIONS
+    message_file = str(MYSQL)
+
+
+def read(*paths: Path, **options) -> list[dict]:
+    return decode_files("debezium", paths, **{**OPTIONS, **options})
+
+
+def decode(*values: bytes | None, keys: list | None = None, topic: str | None = None, headers=None,
+           partition: str = "0", adapter: DebeziumAdapter | None = None, **options) -> list[dict]:
+    """Decode raw Kafka messages (value, key) as the pipeline's message input does."""
+    adapter = adapter or DebeziumAdapter({**OPTIONS, **options})
+    out = BatchBuilder()
+    for i, v in enumerate(values):
+        out.begin_record(topic, i, partition=partition, offset=str(i), raw=v)
+        key = keys[i] if keys else None
+        adapter.decode_message(v, MessageMeta(key=key, topic=topic, partition=partition, offset=str(i),
+                                              headers=headers), out)
+    out.end_record()
+    return rows_of(out.flush())
+
+
+@pytest.fixture(scope="module")
+def mysql() -> list[dict]:
+    return read(MYSQL)
+
+
+@pytest.fixture(scope="module")
+def pg() -> list[dict]:
+    return read(PG)
+
+
+# -- ops, values, snapshot ---------------------------------------------------------------------------------------
+def test_mysql_outcomes_and_ops(mysql):
+    assert outcomes(mysql) == [("change", None)] * 5 + [("filtered", "debezium_tombstone"), ("change", None)]
+    assert [r["op"] for r in changes(mysql)] == ["SNAPSHOT", "SNAPSHOT", "INSERT", "UPDATE", "DELETE", "INSERT"]
+
+
+def test_snapshot_values_are_typed_exactly(mysql):
+    ann = changes(mysql)[0]
+    assert ann["op"] == "SNAPSHOT" and ann["vendor_op"] == "r"
+    assert ann["after"] == {"id": 1, "name": "Ann", "balance": Decimal("100.50"),
+                            "created": dt.datetime(2024, 6, 15, 21, 20, 0, 123456),
+                            "updated_at": dt.datetime(2024, 6, 15, 21, 20, 0, 123456, tzinfo=UTC)}
+    assert ann["database"] == "inventory" and ann["schema"] is None and ann["table"] == "customers"
+    assert ann["source_db"] == "mysql" and ann["stream"] == "dbserver1"
+    assert ann["key"] == {"id": 1} and ann["primary_keys"] == ["id"]
+    assert ann["position"] == "mysql-bin.000003:154:0"
+    assert ann["source_ts"] == dt.datetime(2024, 6, 15, 21, 20, tzinfo=UTC)
+    assert ann["capture_ts"] == dt.datetime(2024, 6, 15, 21, 20, 0, 250000, tzinfo=UTC)
+    bob = changes(mysql)[1]
+    assert bob["after"]["balance"] == Decimal("-7.25") and bob["position"] == ann["position"]
+    assert bob["event_id"] != ann["event_id"]  # one snapshot position, two rows: distinct by row
+
+
+def test_update_and_transaction_block(mysql):
+    upd = changes(mysql)[3]
+    assert upd["before"]["balance"] == Decimal("0.10") and upd["after"]["balance"] == Decimal("12345678.90")
+    assert upd["changed_columns"] == ["balance"]
+    assert upd["tx_id"] == "0e4d5dcd-a5f1-11ee-9a2e-0242ac120002:8" and upd["tx_seq"] == 1
+
+
+def test_every_snapshot_marker_is_a_snapshot():
+    line = json.loads(MYSQL.read_text().splitlines()[2])
+    for marker in ("true", "first", "last", "first_in_data_collection", "last_in_data_collection", "incremental", True):
+        ev = json.loads(json.dumps(line))
+        ev["payload"]["op"] = "r"
+        ev["payload"]["source"]["snapshot"] = marker
+        assert changes(decode(orjson.dumps(ev)))[0]["op"] == "SNAPSHOT", marker
+    ev = json.loads(json.dumps(line))
+    ev["payload"]["source"]["snapshot"] = "true"  # old MySQL: snapshot rows as creates
+    assert changes(decode(orjson.dumps(ev)))[0]["op"] == "SNAPSHOT"
+    ev["payload"]["source"]["snapshot"] = "false"
+    assert changes(decode(orjson.dumps(ev)))[0]["op"] == "INSERT"
+
+
+def test_unknown_op_is_quarantined():
+    ev = json.loads(MYSQL.read_text().splitlines()[2])
+    ev["payload"]["op"] = "x"
+    assert outcomes(decode(orjson.dumps(ev))) == [("quarantine", "unknown_op")]
+
+
+# -- identity ------------------------------------------------------------------------------------------------------
+def test_insert_delete_insert_of_one_row_is_two_events_and_the_row_exists(mysql):
+    rows = changes(mysql)
+    inserts = [r for r in rows if r["op"] == "INSERT"]
+    assert len(inserts) == 2 and inserts[0]["after"] == inserts[1]["after"]
+    assert inserts[0]["event_id"] != inserts[1]["event_id"]
+    state: dict = {}
+    for r in sorted(rows, key=lambda r: r["sort_key"]):
+        k = r["key"]["id"]
+        if r["op"] == "DELETE":
+            state.pop(k, None)
+        else:
+            state[k] = r["after"]
+    assert sorted(state) == [1, 2, 3] and state[3]["name"] == "Cy" and state[3]["balance"] == Decimal("0.10")
+
+
+def test_redelivery_after_restart_keeps_the_event_id(mysql):
+    line = MYSQL.read_text().splitlines()[3]
+    again = json.loads(line)
+    again["payload"]["ts_ms"] += 99_000  # the connector processed it again, later
+    first = changes(decode(line.encode(), partition="0"))[0]
+    second = changes(decode(orjson.dumps(again), partition="3"))[0]
+    assert first["event_id"] == second["event_id"] == changes(mysql)[3]["event_id"]
+
+
+def test_event_ids_from_files_and_messages_agree(mysql):
+    lines = [ln.encode() for ln in MYSQL.read_text().splitlines()]
+    by_message = [r["event_id"] for r in changes(decode(*lines))]
+    assert by_message == [r["event_id"] for r in changes(mysql)]
+
+
+def test_tombstones_are_counted_filters():
+    rows = decode(None, b"", b'{"schema":null,"payload":null}')
+    assert outcomes(rows) == [("filtered", "debezium_tombstone")] * 3
+
+
+# -- PostgreSQL: TOAST, replica identity, transactions, key changes -------------------------------------------------
+def test_toast_placeholder_is_a_missing_column(pg):
+    upd = [r for r in changes(pg) if r["op"] == "UPDATE"][0]
+    assert upd["after"] == {"id": 3, "amount": Decimal("31.00")} and upd["missing_columns"] == ["note"]
+    assert upd["before"] is None and "untyped_values" in upd["flags"]
+
+
+def test_replica_identity_default_delete_keeps_the_key_only(pg):
+    d = [r for r in changes(pg) if r["op"] == "DELETE" and r["key"] == {"id": 2}][0]
+    assert d["before"] == {"id": 2} and d["missing_columns"] == ["note", "amount"]
+
+
+def test_transaction_rows_and_data_tx_ids(pg):
+    rows = changes(pg)
+    begin = [r for r in rows if r["op"] == "TX_BEGIN"][0]
+    end = [r for r in rows if r["op"] == "TX_COMMIT"][0]
+    assert begin["tx_id"] == end["tx_id"] == "571" and end["tx_last"] is True
+    assert begin["stream"] == end["stream"] == "pg"
+    assert end["after"]["event_count"] == 3
+    assert end["after"]["data_collections"] == [{"data_collection": "public.orders", "event_count": 3}]
+    data = [r for r in rows if r["tx_id"] == "571" and r["op"] in ("INSERT", "UPDATE", "DELETE")]
+    assert [r["tx_seq"] for r in data] == [1, 2, 3]
+
+
+def test_primary_key_change_is_a_linked_pair(pg):
+    halves = [r for r in changes(pg) if "key_change" in r["flags"]]
+    assert [(r["op"], r["key"]) for r in halves] == [("DELETE", {"id": 1}), ("INSERT", {"id": 10})]
+    assert halves[0]["position"] == halves[1]["position"] and halves[0]["sort_key"] < halves[1]["sort_key"]
+
+
+def test_logical_message_and_heartbeat(pg):
+    assert ("filtered", "debezium_logical_message") in outcomes(pg)
+    beat = [r for r in changes(pg) if r["op"] == "HEARTBEAT"][0]
+    assert beat["stream"] == "pg" and beat["capture_ts"] == dt.datetime(2024, 6, 15, 22, 26, 40, tzinfo=UTC)
+
+
+def test_snapshot_then_streaming_order(pg):
+    rows = [r for r in changes(pg) if r["table"] == "orders"]
+    ordered = sorted(rows, key=lambda r: r["sort_key"])
+    assert [r["op"] for r in ordered[:2]] == ["SNAPSHOT", "SNAPSHOT"]
+    assert rows[0]["source_ts"] == dt.datetime(2024, 6, 15, 22, 20, 0, 123, tzinfo=UTC)  # ts_us kept
+
+
+# -- MongoDB, SQL Server, Avro ---------------------------------------------------------------------------------------
+def test_mongodb_documents_and_keys():
+    rows = changes(read(MONGO))
+    ins, upd, dele = rows
+    assert ins["after"] == {"_id": "6650a0f1c2d3e4f5a6b7c8d9", "name": "Dee", "visits": 9007199254740993,
+                            "since": dt.datetime(2024, 6, 15, 21, 20, 0, 123000, tzinfo=UTC),
+                            "score": Decimal("12.340")}
+    assert ins["primary_keys"] == ["_id"] and ins["key"] == {"_id": "6650a0f1c2d3e4f5a6b7c8d9"}
+    assert upd["changed_columns"] == ["name"] and upd["after"]["name"] == "Dee B."
+    assert dele["op"] == "DELETE" and dele["before"] == {"_id": "6650a0f1c2d3e4f5a6b7c8d9"}
+
+
+def test_sqlserver_schema_change_and_positions():
+    rows = read(SQLSERVER)
+    ddl, upd = changes(rows)
+    assert ddl["op"] == "DDL" and ddl["table"] == "items" and ddl["schema"] == "dbo" and ddl["database"] == "testDB"
+    versions = [json.loads(r["_schema"]) for r in rows if r["_kind"] == "schema"]
+    created = [v for v in versions if v["schema_version"] == ddl["schema_version"]][0]
+    assert [(c["name"], c["canonical_type"], c["pk_position"]) for c in created["columns"]] == [
+        ("id", "int", 1), ("price", "decimal(12,3)", None)]
+    assert upd["after"] == {"id": 7, "price": Decimal("-1234.005")}
+    assert upd["position"] == "00000025:00000d10:0003/00000025:00000d10:0002"
+
+
+def test_avro_container_and_registry_framed_messages():
+    rows = changes(read(AVRO, FRAMED))
+    assert [r["op"] for r in rows] == ["SNAPSHOT", "INSERT", "UPDATE"]
+    assert rows[0]["after"] == {"id": 1, "price": Decimal("9.99"), "seen": dt.datetime(2024, 6, 15, 22, 53, 20, 1)}
+    assert rows[1]["after"] == {"id": 2, "price": None, "seen": None}
+    assert rows[2]["format"] == "debezium.avro_registry" and rows[2]["after"]["price"] == Decimal("10.01")
+    missing = decode(FRAMED.read_bytes(), schema_registry=None)
+    assert outcomes(missing) == [("quarantine", "schema_not_found")]
+
+
+def test_flattened_rows_are_refused_with_the_reason():
+    rows = read(FLAT)
+    assert outcomes(rows) == [("quarantine", "unsupported_format")]
+    assert "ExtractNewRecordState" in rows[0]["_message"]
+
+
+def test_other_files_are_refused(tmp_path):
+    p = tmp_path / "x.bin"
+    p.write_bytes(b"PK\x03\x04 not a dump")
+    rows = decode_files("debezium", [p])
+    assert outcomes(rows) == [("quarantine", "unknown_format")]
+
+
+# -- positions, placeholders, schemas -------------------------------------------------------------------------------
+def test_flink_cdc_placeholders_are_unknown():
+    ev = json.loads(MYSQL.read_text().splitlines()[2])["payload"]
+    ev["source"].update(file="", pos=0, ts_ms=0)
+    ev["ts_ms"] = 0
+    row = changes(decode(orjson.dumps(ev)))[0]
+    assert row["position"] is None and row["source_ts"] is None and row["capture_ts"] is None
+    assert "unknown_position" in row["flags"]
+
+
+def test_positions_order_numerically():
+    pg = positions.postgresql
+    assert pg({"sequence": '["900","1200"]'}).sort < pg({"sequence": '["1000","1100"]'}).sort
+    ss = positions.sqlserver
+    assert ss({"commit_lsn": "0000000a:00000001:0001", "change_lsn": "0000000a:00000001:0001",
+               "event_serial_no": 2}).sort > ss({"commit_lsn": "00000009:ffffffff:0001",
+                                                 "change_lsn": "00000009:ffffffff:0001", "event_serial_no": 1}).sort
+    ora = positions.oracle
+    assert ora({"scn": "99999999999999999999", "commit_scn": "100000000000000000000"}).sort > ora(
+        {"scn": "9", "commit_scn": "10"}).sort
+    my = positions.mysql
+    assert my({"file": "mysql-bin.000010", "pos": 4, "row": 0}).sort > my({"file": "mysql-bin.000009", "pos": 9000,
+                                                                          "row": 3}).sort
+    assert positions.mongodb({"ts_ms": 1718486400000, "ord": 2}).sort == (1718486400, 2)
+
+
+def test_one_schema_text_is_parsed_once():
+    line = MYSQL.read_text().splitlines()[2].encode()
+    first, second = parse_json(line), parse_json(line)
+    assert first[1] is second[1] and first[2] == second[2]
+    assert first[0]["op"] == "c"
