@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import binascii
 import datetime as dt
+import decimal
 import functools
 import json
 import re
@@ -51,7 +52,7 @@ from typing import Any, Literal
 
 import pydantic
 
-from cdcnorm.adapters.datastream.types import duration_str, interval_str
+from cdcnorm.adapters.datastream.types import interval_str
 from cdcnorm.errors import DecodeError, UsageError
 
 TOAST = "__debezium_unavailable_value"
@@ -66,7 +67,8 @@ Decoder = Callable[..., Any]
 _UTC = dt.UTC
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _EPOCH_NAIVE = dt.datetime(1970, 1, 1)
-_EPOCH_DATE = dt.date(1970, 1, 1)
+_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
+_date_from_ordinal = dt.date.fromordinal
 _TD = dt.timedelta
 _PG_INFINITY_US = 9223372036825200000
 _PG_NEG_INFINITY_US = -9223372036832400000
@@ -338,19 +340,29 @@ def _unscaled(v: Any) -> int:
     return int.from_bytes(raw, "big", signed=True)
 
 
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+"""Arithmetic that never rounds (the default context rounds to 28 digits; decimal(65,30) needs 65)."""
+_PAD = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN,
+                       traps=[decimal.Rounded, decimal.InvalidOperation])
+"""Quantizing that may only add trailing zeros: dropping a digit (even a zero) raises."""
+_QUANTUM: dict[int, Decimal] = {}
+
+
 def _scaled(n: int, scale: int) -> Decimal:
-    # from text, never scaleb(): context arithmetic would round to 28 digits (decimal(65,30) needs 65)
-    return Decimal(n) if scale == 0 else Decimal(f"{n}E-{scale}")
+    return Decimal(n) if scale == 0 else Decimal(n).scaleb(-scale, _EXACT)
 
 
 def _rescale(d: Decimal, scale: int | None) -> Decimal:
     """A number given as written, at the schema's scale when no digit is lost (so it equals the Base64 form)."""
-    if scale is None or not d.is_finite():
+    if scale is None:
         return d
-    sign, digits, exp = d.as_tuple()
-    if not isinstance(exp, int) or -exp >= scale:
+    q = _QUANTUM.get(scale)
+    if q is None:
+        q = _QUANTUM[scale] = Decimal(1).scaleb(-scale, _EXACT)
+    try:
+        return d.quantize(q, context=_PAD)
+    except decimal.DecimalException:  # more fraction digits than the scale: kept as written
         return d
-    return Decimal((sign, digits + (0,) * (exp + scale), -scale))
 
 
 def _number(v: Any, scale: int | None) -> Decimal | None:
@@ -469,8 +481,8 @@ def _epoch_decoder(unit: int, naive: bool) -> Decoder:
 def _date_dec(v: Any, fl: list | None = None) -> dt.date | str:
     if type(v) is int:
         try:
-            return _EPOCH_DATE + _TD(days=v)
-        except OverflowError:
+            return _date_from_ordinal(v + _EPOCH_ORDINAL)
+        except (OverflowError, ValueError):
             _flag(fl)
             return str(v)
     if type(v) is dt.date or v is None:  # fastavro's `date`
@@ -478,6 +490,16 @@ def _date_dec(v: Any, fl: list | None = None) -> dt.date | str:
     if type(v) is str and re.fullmatch(r"-?\d+", v.strip()):
         return _date_dec(int(v), fl)
     raise _bad("a day count", v)
+
+
+def _clock(us: int) -> str:
+    """Micros -> '[-]HH:MM:SS.ffffff' (hours may exceed 24), as the Datastream adapter writes times."""
+    if us < 0:
+        return "-" + _clock(-us)
+    secs, frac = divmod(us, 1_000_000)
+    mins, sec = divmod(secs, 60)
+    hours, mins = divmod(mins, 60)
+    return "%02d:%02d:%02d.%06d" % (hours, mins, sec, frac)  # noqa: UP031 - faster than an f-string here
 
 
 def _time_decoder(unit: int) -> Decoder:
@@ -494,8 +516,8 @@ def _time_decoder(unit: int) -> Decoder:
                 raise _bad("a time of day count", v)
         if unit == 1_000_000_000:
             micros, rest = divmod(v, 1000)
-            return duration_str(micros) + (f"{rest:03d}" if rest else "")
-        return duration_str(v * (1_000_000 // unit))
+            return _clock(micros) + (f"{rest:03d}" if rest else "")
+        return _clock(v * (1_000_000 // unit))
 
     return dec
 
@@ -544,12 +566,15 @@ def _micro_duration(v: Any, fl: list | None = None) -> str:
     return interval_str({"hours": sign * hours, "micros": sign * rest})
 
 
+_JSON = json.JSONDecoder(parse_float=Decimal).decode
+
+
 def _json_dec(v: Any, fl: list | None = None) -> Any:
     """JSON text -> nested value with exact numbers; text that is not JSON stays text (as other vendors)."""
     if type(v) is not str:
         return v
     try:
-        return json.loads(v, parse_float=Decimal)
+        return _JSON(v)
     except ValueError:
         return v
 
