@@ -571,7 +571,11 @@ def test_unavailable_placeholder_forms():
     for other in (None, "", "x", 1, [], ["a", "__debezium_unavailable_value"], {"a": 1}):
         assert not V.is_unavailable(other)
     custom = V.unavailable_checker("hex:deadbeef")
-    assert custom(b"\xde\xad\xbe\xef") and custom("3q2+7w==") and not custom("__debezium_unavailable_value")
+    assert custom(b"\xde\xad\xbe\xef") and custom("3q2+7w==")
+    assert custom("__debezium_unavailable_value", logical("string", None))  # SQL Server keeps the default text
+    assert not custom("deadbeef") and not custom(b"__debezium_unavailable_value")
+    utf8 = V.unavailable_checker("hex:c3a9")  # Oracle: the placeholder bytes as text
+    assert utf8("\u00e9", logical("string", None)) and utf8(b"\xc3\xa9")
     assert V.unavailable_checker("N/A")("N/A")
 
 
@@ -651,6 +655,26 @@ def test_avro_postgres_variable_scale_decimal_and_int16():
     assert status.type == "int16" and status.optional
     assert V.column_types(status, MODES) == ("int16", "smallint")
     assert cols["order_id"].default == 0
+
+
+def test_avro_named_types_referenced_by_name():
+    """AvroConverter writes a named record once; a second column of that type references it by name."""
+    vsd = {"type": "record", "name": "VariableScaleDecimal", "namespace": "io.debezium.data",
+           "fields": [{"name": "scale", "type": "int"}, {"name": "value", "type": "bytes"}],
+           "connect.name": "io.debezium.data.VariableScaleDecimal"}
+    record = {"type": "record", "name": "Value", "namespace": "srv.public.t", "fields": [
+        {"name": "a", "type": ["null", vsd], "default": None},
+        {"name": "b", "type": ["null", "io.debezium.data.VariableScaleDecimal"], "default": None},
+        {"name": "c", "type": "VariableScaleDecimal"}]}
+    whole = V.avro_field(record)
+    a, b, c = whole.fields
+    assert a.logical == b.logical == c.logical == "io.debezium.data.VariableScaleDecimal"
+    assert [f.name for f in b.fields] == ["scale", "value"] and b.optional and not c.optional
+    names: dict = {}
+    one_by_one = [V.avro_field(f["type"], f["name"], names) for f in record["fields"]]
+    assert tuple(one_by_one) == whole.fields
+    with pytest.raises(ValueError):
+        V.avro_field(record["fields"][1]["type"], "b")  # alone, the name means nothing
 
 
 def test_avro_logical_types():

@@ -163,10 +163,15 @@ _AVRO_LOGICAL = {"date": "org.apache.kafka.connect.data.Date", "time-millis": "o
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 
 
-def avro_field(avro_schema: Any, name: str | None = None) -> Field:
+def avro_field(avro_schema: Any, name: str | None = None, names: dict[str, Any] | None = None) -> Field:
     """A Confluent AvroConverter schema node: a union with null is optional; `connect.name`,
-    `connect.parameters`, `connect.type` (int8 / int16) and the Avro logical types give the Connect meaning."""
-    return _avro(avro_schema, name, {}, None)
+    `connect.parameters`, `connect.type` (int8 / int16) and the Avro logical types give the Connect meaning.
+
+    A named type is written once and referenced by name after that (two NUMERIC columns share one
+    `io.debezium.data.VariableScaleDecimal` record): read a whole record in one call, or pass one `names`
+    dict to the calls for the fields of one schema. Raises ValueError for what Connect cannot have written.
+    """
+    return _avro(avro_schema, name, {} if names is None else names, None)
 
 
 def _avro(s: Any, name: str | None, named: dict[str, Any], space: str | None, default: Any = None) -> Field:
@@ -180,7 +185,7 @@ def _avro(s: Any, name: str | None, named: dict[str, Any], space: str | None, de
     if isinstance(s, str):
         if s in _AVRO_PRIMITIVE:
             return Field(name, _AVRO_PRIMITIVE[s], optional=False, default=default)
-        ref = named.get(s) or named.get(f"{space}.{s}")
+        ref = named.get(f"{space}.{s}") or named.get(s)
         if ref is None:
             raise ValueError(f"unknown Avro type {s!r}")
         return _avro(ref, name, named, space, default)
@@ -193,7 +198,7 @@ def _avro(s: Any, name: str | None, named: dict[str, Any], space: str | None, de
     if typ in ("record", "enum", "fixed") and "name" in s:
         full = s["name"] if "." in s["name"] else ".".join(filter(None, (s.get("namespace") or space, s["name"])))
         ns = full.rpartition(".")[0] or None
-        named[full] = s
+        s = named[full] = {**s, "name": full}  # a reference resolves it in its own namespace
         named.setdefault(full.rpartition(".")[2], s)
     params = dict(_params(s.get("connect.parameters")))
     logical = s.get("connect.name")
@@ -930,17 +935,19 @@ _ISO = {"io.debezium.time.IsoDate": _iso_date, "io.debezium.time.IsoTime": _iso_
 def unavailable_checker(placeholder: str = TOAST) -> Callable[[Any, Field | None], bool]:
     """The test for a connector's `unavailable.value.placeholder`: its text (string columns), its UTF-8 bytes
     (bytea: Base64 in JSON, raw in Avro) and a one-element array of it. A `hex:` placeholder names bytes
-    (e.g. `hex:deadbeef`); string columns then carry those bytes as text."""
-    raw = bytes.fromhex(placeholder[4:]) if placeholder.startswith("hex:") else placeholder.encode()
-    text = raw.decode("utf-8", "replace") if placeholder.startswith("hex:") else placeholder
+    (e.g. `hex:deadbeef`); string columns then carry those bytes as text (Oracle) or the default placeholder
+    (SQL Server), so both count."""
+    hexed = placeholder.startswith("hex:")
+    raw = bytes.fromhex(placeholder[4:]) if hexed else placeholder.encode()
+    text = raw.decode("utf-8", "replace") if hexed else placeholder
     b64 = binascii.b2a_base64(raw, newline=False).decode()
-    texts = frozenset((text, b64))
+    texts = frozenset((text, b64, TOAST) if hexed else (text, b64))
 
     def check(value: Any, field: Field | None = None) -> bool:
         t = type(value)
         if t is str:
             if field is not None and field.type == "string":
-                return value == text
+                return value == text or hexed and value == TOAST
             return value in texts
         if t is bytes:
             return value == raw
