@@ -655,6 +655,12 @@ def test_avro_postgres_variable_scale_decimal_and_int16():
     assert status.type == "int16" and status.optional
     assert V.column_types(status, MODES) == ("int16", "smallint")
     assert cols["order_id"].default == 0
+    # the Avro JSON lines after the schemas: `after` wrapped in its record name, optional columns in their type
+    after = {f.name: f for f in env.fields}["after"]
+    first = json.loads(text.splitlines()[1].split("^", 1)[1])
+    assert V.avro_json_decoder(after, MODES)(first["after"]) == {
+        "order_id": 1, "order_date": 1558430840000, "customer_name": "Bob", "price": None, "product_id": 1,
+        "order_status": 1}
 
 
 def test_avro_named_types_referenced_by_name():
@@ -675,6 +681,34 @@ def test_avro_named_types_referenced_by_name():
     assert tuple(one_by_one) == whole.fields
     with pytest.raises(ValueError):
         V.avro_field(record["fields"][1]["type"], "b")  # alone, the name means nothing
+
+
+def test_avro_json_encoding():
+    """kafka-avro-console-consumer prints unions as {"<type>": value} and bytes as code points 0-255."""
+    vsd = {"type": "record", "name": "VariableScaleDecimal", "namespace": "io.debezium.data",
+           "fields": [{"name": "scale", "type": "int"}, {"name": "value", "type": "bytes"}],
+           "connect.name": "io.debezium.data.VariableScaleDecimal"}
+    dec = {"type": "bytes", "connect.name": V.DECIMAL, "connect.parameters": {"scale": "2"}, "logicalType": "decimal",
+           "precision": 10, "scale": 2}
+    row = V.avro_field({"type": "record", "name": "Value", "fields": [
+        {"name": "order_id", "type": {"type": "int", "connect.default": 0}, "default": 0},
+        {"name": "order_date", "type": ["null", "long"], "default": None},
+        {"name": "customer_name", "type": ["null", "string"], "default": None},
+        {"name": "price", "type": ["null", vsd], "default": None},
+        {"name": "amount", "type": ["null", dec], "default": None},
+        {"name": "tags", "type": {"type": "array", "items": ["null", "string"]}},
+    ]})
+    decoder = V.avro_json_decoder(row, MODES)
+    got = decoder({"order_id": 1, "order_date": {"long": 1558430840000}, "customer_name": {"string": "Bob"},
+                   "price": {"io.debezium.data.VariableScaleDecimal": {"scale": 2, "value": "\u0000\u00ff"}},
+                   "amount": {"bytes": "\u00ff"}, "tags": [{"string": "a"}, None]})
+    assert got == {"order_id": 1, "order_date": 1558430840000, "customer_name": "Bob", "price": Decimal("2.55"),
+                   "amount": Decimal("-0.01"), "tags": ["a", None]}
+    assert decoder({"order_id": 2, "order_date": None, "customer_name": None, "price": None, "amount": None,
+                    "tags": []}) == {"order_id": 2, "order_date": None, "customer_name": None, "price": None,
+                                     "amount": None, "tags": []}
+    with pytest.raises(DecodeError):
+        decoder({"amount": {"bytes": "\u0100"}})
 
 
 def test_avro_logical_types():

@@ -731,6 +731,57 @@ def value_decoder(field: Field, modes: Modes) -> Decoder:
     return _decoder(field, modes)
 
 
+def _latin1(v: Any) -> Any:
+    if type(v) is not str:
+        return v
+    try:
+        return v.encode("latin-1")
+    except UnicodeEncodeError:
+        raise _bad("Avro JSON bytes (code points 0-255)", v) from None
+
+
+def _avro_native(f: Field) -> Callable[[Any], Any] | None:
+    """Avro's JSON encoding -> the values a binary Avro reader gives (None: nothing to change)."""
+    conv: Callable[[Any], Any] | None = None
+    if f.type == "bytes":
+        conv = _latin1
+    elif f.type == "struct":
+        members = {m.name: c for m in f.fields if (c := _avro_native(m)) is not None}
+        if members:
+            def conv(v: Any) -> Any:
+                return {k: (members[k](x) if k in members else x) for k, x in v.items()} if type(v) is dict else v
+    elif f.type in ("array", "map"):
+        inner = _avro_native(f.items if f.type == "array" else f.values)  # type: ignore[arg-type]
+        if inner is not None:
+            if f.type == "array":
+                def conv(v: Any) -> Any:
+                    return [inner(x) for x in v] if type(v) is list else v
+            else:
+                def conv(v: Any) -> Any:
+                    return {k: inner(x) for k, x in v.items()} if type(v) is dict else v
+    if not f.optional:
+        return conv
+    inner_conv = conv
+
+    def unwrap(v: Any) -> Any:  # a union value is {"<branch type name>": value}
+        if type(v) is dict and len(v) == 1:
+            v = next(iter(v.values()))
+        return v if inner_conv is None or v is None else inner_conv(v)
+
+    return unwrap
+
+
+@functools.lru_cache(maxsize=1024)
+def avro_json_decoder(field: Field, modes: Modes) -> Decoder:
+    """The decoder of values in Avro's JSON encoding (kafka-avro-console-consumer output), for a field read
+    by :func:`avro_field`: a union value is wrapped in its branch's type name (`{"long": 1}`) and bytes are
+    text whose code points are the bytes (not Base64)."""
+    native, dec = _avro_native(field), value_decoder(field, modes)
+    if native is None:
+        return dec
+    return lambda v, fl=None: dec(native(v), fl)
+
+
 # -- schema version types --------------------------------------------------------------------------------------
 _PLAIN_CANONICAL = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint", "float32": "float",
                     "float64": "double", "boolean": "boolean", "string": "string", "bytes": "binary"}
