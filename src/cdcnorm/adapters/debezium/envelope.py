@@ -95,6 +95,26 @@ def unwrap(doc: Any) -> tuple[Any, dict[str, Any] | None, bytes | None, bool]:
     return doc, None, None, False
 
 
+_AVRO_TYPES = frozenset({"string", "long", "int", "boolean", "double", "float", "bytes"})
+
+
+def _wrapped(v: Any) -> bool:
+    return type(v) is dict and len(v) == 1 and next(iter(v)) in _AVRO_TYPES
+
+
+def _avro_json(payload: dict[str, Any]) -> bool:
+    """Whether an envelope is Avro-JSON text: union values as `{"long": 1}`, row images as `{"<ns>.Value": {...}}`."""
+    if _wrapped(payload.get("ts_ms")) or any(_wrapped(v) for v in payload["source"].values()):
+        return True
+    for name in ("before", "after"):
+        image = payload.get(name)
+        if type(image) is dict and len(image) == 1:
+            k, v = next(iter(image.items()))
+            if type(v) is dict and (k.endswith(".Value") or "." in k):
+                return True
+    return False
+
+
 def classify(payload: Any, schema: dict[str, Any] | None, topic: str | None) -> str:
     """The kind of a message payload; raises DecodeError for what is not a Debezium event."""
     if payload is None:
@@ -107,6 +127,13 @@ def classify(payload: Any, schema: dict[str, Any] | None, topic: str | None) -> 
         if not (isinstance(source.get("connector"), str) and source.get("version") is not None):
             raise DecodeError("bad_event", "the event's `source` block names no `connector` and `version`: "
                                            "not a Debezium change event")
+        if _avro_json(payload):
+            raise DecodeError(
+                "unsupported_format",
+                "Avro rendered as JSON (kafka-avro-console-consumer: union values wrapped as {\"string\": ...}, "
+                "rows wrapped in their record name) is a console view, not a dump cdcnorm reads: keep the Avro "
+                "bytes (Confluent wire format with a registry export, or a sink's Avro files)",
+            )
         return "data"
     if "ddl" in payload and ("tableChanges" in payload or "databaseName" in payload):
         return "schema_change"
