@@ -321,6 +321,8 @@ def test_zoned_timestamp_utc(text, expected):
     "2023-03-23T22:00:10+02:00",       # SQL Server datetimeoffset / Oracle TIMESTAMP WITH TIME ZONE keep the offset
     "2023-03-23T22:00:10.5-05:30",
     "infinity",
+    "-0044-03-15T12:00:00Z",           # BC, and years beyond 9999: outside a datetime
+    "+10000-01-01T00:00:00Z",
 ])
 def test_zoned_timestamp_kept_as_flagged_text(text):
     flags: list[str] = []
@@ -334,6 +336,8 @@ def test_zoned_timestamp_bad():
     assert err.value.error_class == "bad_value"
     with pytest.raises(DecodeError):
         decode(logical("string", "io.debezium.time.ZonedTimestamp"), "2023-03-23T22:00:10")  # no offset
+    with pytest.raises(DecodeError):
+        decode(logical("string", "io.debezium.time.ZonedTimestamp"), "12345")
 
 
 def test_flags_are_optional_and_not_repeated():

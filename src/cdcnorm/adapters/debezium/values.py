@@ -528,6 +528,7 @@ def _time_decoder(unit: int) -> Decoder:
 
 
 _FRACTION = re.compile(r"\.(\d+)")
+_FAR_YEAR = re.compile(r"(?:[+-]\d{4,}|\d{5,})-\d\d-\d\d")
 
 
 def _zoned_odd(v: Any, fl: list | None) -> Any:
@@ -537,7 +538,7 @@ def _zoned_odd(v: Any, fl: list | None) -> Any:
         if isinstance(v, dt.datetime) and v.tzinfo is not None:
             return v.astimezone(_UTC)
         raise _bad("an ISO timestamp with offset", v)
-    if v in ("infinity", "-infinity") or v[:1] in ("+", "-") or v[:5].isdigit():  # BC years, years beyond 9999
+    if v in ("infinity", "-infinity") or _FAR_YEAR.match(v):  # PostgreSQL's infinity, BC years, years > 9999
         _flag(fl)
         return v
     raise _bad("an ISO timestamp with offset", v)
@@ -594,6 +595,8 @@ def _struct_decoder(f: Field, modes: Modes) -> Decoder:
             if v is None:
                 return None
             raise _bad("an object", v)
+        if not convs:
+            return v
         get = convs.get
         out = {}
         for k, x in v.items():
