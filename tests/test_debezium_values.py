@@ -762,3 +762,23 @@ def test_corpus_flinkcdc_numbers_under_decimal_schema():
     assert got["_bin"] == b"bytes\x00\x00\x00\x00\x00"
     assert got["_point"]["wkb"] == bytes.fromhex("0101000000000000000000f03f000000000000f03f")
     assert V.column_types(row.fields[1], MODES) == ("org.apache.kafka.connect.data.Decimal(2,1)", "decimal(2,1)")
+
+
+def test_decoded_values_are_variant_values():
+    """Every decoded value is one the canonical VARIANT encoder takes as it is (no TIME, no custom types)."""
+    from cdcnorm.canonical import variant
+
+    cases = [
+        (dec_field(2, 10), "/w=="), (logical("int64", None), 9007199254740993),
+        (logical("int32", "io.debezium.time.Date"), 19439),
+        (logical("int64", "io.debezium.time.MicroTimestamp"), -1),
+        (logical("string", "io.debezium.time.ZonedTimestamp"), "2023-03-23T22:00:10.123456Z"),
+        (logical("int64", "io.debezium.time.MicroTime"), 36803000000),
+        (logical("int64", "io.debezium.time.MicroDuration"), 1),
+        (logical("string", "io.debezium.data.Json"), '{"a": [1.5, {"b": null}]}'),
+        (logical("bytes", "io.debezium.data.Bits"), "xwcAAAAAAAA="),
+        (logical("float32", None), 3.140000104904175),
+    ]
+    row = {f"c{i}": decode(f, v) for i, (f, v) in enumerate(cases)}
+    value, metadata = variant.encode(row)
+    assert value and metadata
