@@ -275,3 +275,18 @@ def test_one_schema_text_is_parsed_once():
     first, second = parse_json(line), parse_json(line)
     assert first[1] is second[1] and first[2] == second[2]
     assert first[0]["op"] == "c"
+
+
+def test_key_change_without_headers_is_linked_by_position(spark):
+    from cdcnorm.ingest.pipeline import normalize
+
+    lines = [json.loads(ln) for ln in PG.read_text().splitlines()]
+    halves = [ln for ln in lines if ln["headers"]]  # the delete of id 1 and the create of id 10, one LSN
+    rows = [(ln["key"].encode(), ln["payload"].encode(), ln["topic"], "0", str(ln["offset"])) for ln in halves]
+    plain = [ln for ln in lines if ln["offset"] in (2, 4) and ln["topic"] == "pg.public.orders"]  # other positions
+    rows += [(ln["key"].encode(), ln["payload"].encode(), ln["topic"], "0", str(ln["offset"])) for ln in plain]
+    df = spark.createDataFrame(rows, "key binary, value binary, topic string, partition string, offset string")
+    got = {r["op"] + str(r["position"]): r["flags"] for r in normalize(df, "debezium", spark=spark).changes.collect()}
+    linked = [k for k, flags in got.items() if "key_change" in (flags or [])]
+    assert sorted(linked) == ['DELETE["53195900", "53196000"]', 'INSERT["53195900", "53196000"]']
+    assert len(got) == 4

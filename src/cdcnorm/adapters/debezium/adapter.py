@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from typing import IO, Any, ClassVar
 
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
 from cdcnorm import containers
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
 from cdcnorm.adapters.debezium import control
@@ -30,6 +33,7 @@ from cdcnorm.adapters.replicate.catalog import load_registry, parse_avro_schema
 from cdcnorm.adapters.replicate.envelope import avro_read
 from cdcnorm.adapters.replicate.naming import connect_location
 from cdcnorm.canonical.emit import BatchBuilder
+from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.record import SchemaColumn, SchemaVersion
 from cdcnorm.errors import DecodeError
 
@@ -154,6 +158,20 @@ class DebeziumAdapter(Adapter):
         import orjson
 
         return rec, orjson.loads(text) if isinstance(text, str) else text, f"registry:{sid}".encode()
+
+    # -- a key change without its headers: a delete and a create at one position --------------------------------
+    def post_process(self, changes: DataFrame) -> DataFrame:
+        """A DELETE and an INSERT of one table at one log position are the two halves of a primary-key change
+        (Debezium emits an update of the key that way): both are flagged `key_change`. With the
+        `__debezium.newkey` / `oldkey` headers the decoder flagged them already."""
+        pairs = (changes.where(F.col(B.PAIR).isNotNull()).groupBy(F.col(B.PAIR).alias("_kc_pair"))
+                 .agg((F.size(F.collect_set(B.PAIR_ROLE)) > 1).alias("_kc_both")))
+        joined = changes.join(pairs, F.col(B.PAIR) == F.col("_kc_pair"), "left")
+        both = F.coalesce(F.col("_kc_both"), F.lit(False))
+        flags = F.coalesce(F.col("flags"), F.array().cast("array<string>"))
+        return (joined.withColumn("flags", F.when(both, F.array_union(flags, F.array(F.lit("key_change"))))
+                                  .otherwise(F.col("flags")))
+                .drop("_kc_pair", "_kc_both"))
 
     # -- one message -----------------------------------------------------------------------------------------
     def _emit(self, msg: Message, fmt: str, key: Any, topic: str | None, headers: Any, out: BatchBuilder) -> None:

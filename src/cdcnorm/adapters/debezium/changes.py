@@ -130,13 +130,18 @@ def data_change(ev: Event) -> Change:
     if op == "UPDATE" and changed is None and connector != "mongodb" and before is not None and after is not None \
             and not miss_b and set(before) == set(after):
         changed = [k for k in after if after[k] != before[k]]
+    pair = role = None
+    if op in ("DELETE", "INSERT") and pos.ident is not None and "key_change" not in flags:
+        # without the key headers, a key change is a delete and a create at one position (post_process)
+        pair, role = "\x1f".join(map(str, (ev.stream, database, schema, table, pos.text))), op.lower()
     return Change(
         vendor="debezium", format=ev.fmt, stream=ev.stream, op=op, sort_parts=sort, id_parts=ident,
         source_db=SOURCE_DB.get(connector, connector), database=database, schema=schema, table=table,
         vendor_op=str(vendor_op), flags=flags, primary_keys=pks, key=key, before=before, after=after,
         changed_columns=changed, missing_columns=missing if op != "TRUNCATE" else None,
         schema_version=ev.row.version if ev.row.typed else None, source_ts=source_ts,
-        capture_ts=positions.capture_time(p), tx_id=tx_id, tx_seq=tx_seq, position=pos.text,
+        capture_ts=positions.capture_time(p), tx_id=tx_id, tx_seq=tx_seq, position=pos.text, pair=pair,
+        pair_role=role,
     )
 
 
