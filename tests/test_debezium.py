@@ -27,7 +27,7 @@ SQLSERVER = SAMPLES / "sqlserver" / "server1.jsonl"
 AVRO = SAMPLES / "sink" / "topics" / "pgavro.public.items" / "partition=0" / "pgavro.public.items+0+0000000000.avro"
 FRAMED = SAMPLES / "confluent" / "pgavro.public.items-0-5.bin"
 FLAT = SAMPLES / "malformed" / "flattened.jsonl"
-OPTIONS = {"keys": {"inventory.customers": ["id"], "testDB.dbo.items": ["id"]},
+OPTIONS = {"keys": {"testDB.dbo.items": ["id"]},
            "schema_registry": str(SAMPLES / "registry"), "decimal_handling": "string",
            "column_types": {"public.orders": {"amount": "decimal(10,2)"}}}
 UTC = dt.UTC
@@ -44,14 +44,14 @@ def read(*paths: Path, **options) -> list[dict]:
     return decode_files("debezium", paths, **{**OPTIONS, **options})
 
 
-def decode(*values: bytes | None, keys: list | None = None, topic: str | None = None, headers=None,
+def decode(*values: bytes | None, msg_keys: list | None = None, topic: str | None = None, headers=None,
            partition: str = "0", adapter: DebeziumAdapter | None = None, **options) -> list[dict]:
     """Decode raw Kafka messages (value, key) as the pipeline's message input does."""
     adapter = adapter or DebeziumAdapter({**OPTIONS, **options})
     out = BatchBuilder()
     for i, v in enumerate(values):
         out.begin_record(topic, i, partition=partition, offset=str(i), raw=v)
-        key = keys[i] if keys else None
+        key = msg_keys[i] if msg_keys else None
         adapter.decode_message(v, MessageMeta(key=key, topic=topic, partition=partition, offset=str(i),
                                               headers=headers), out)
     out.end_record()
@@ -147,6 +147,16 @@ def test_event_ids_from_files_and_messages_agree(mysql):
     lines = [ln.encode() for ln in MYSQL.read_text().splitlines()]
     by_message = [r["event_id"] for r in changes(decode(*lines))]
     assert by_message == [r["event_id"] for r in changes(mysql)]
+
+
+def test_keys_from_the_sink_key_file_else_the_option_else_none():
+    assert [r["key"] for r in changes(read(MYSQL))] == [{"id": i} for i in (1, 2, 3, 3, 3, 3)]
+    lines = [ln.encode() for ln in MYSQL.read_text().splitlines()]
+    assert {r["primary_keys"] is None for r in changes(decode(*lines))} == {True}  # messages without keys
+    keyed = changes(decode(*lines, **{"keys": {"inventory.customers": ["id"]}}))
+    assert [r["key"] for r in keyed] == [{"id": i} for i in (1, 2, 3, 3, 3, 3)]
+    by_key = changes(decode(*lines, msg_keys=[b'{"id":%d}' % i for i in (1, 2, 3, 3, 3, 3, 3)]))
+    assert [r["primary_keys"] for r in by_key] == [["id"]] * 6
 
 
 def test_tombstones_are_counted_filters():

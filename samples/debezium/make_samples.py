@@ -261,6 +261,10 @@ def main() -> None:
     f = sink / "dbserver1.inventory.customers" / "partition=0" / "dbserver1.inventory.customers+0+0000000000.json"
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_text("\n".join(mysql_lines()) + "\n")
+    key_schema = {"type": "struct", "optional": False, "name": "dbserver1.inventory.customers.Key",
+                  "fields": [{"type": "int32", "optional": False, "field": "id"}]}
+    keys = [{"schema": key_schema, "payload": {"id": i}} for i in (1, 2, 3, 3, 3, 3, 3)]
+    f.with_name(f.name.replace(".json", ".keys.json")).write_text("\n".join(map(dump, keys)) + "\n")
     (HERE / "kcat").mkdir(exist_ok=True)
     (HERE / "kcat" / "pg_orders.jsonl").write_text("\n".join(pg_lines()) + "\n")
     (HERE / "kcat" / "mongo_customers.jsonl").write_text("\n".join(mongo_lines()) + "\n")

@@ -24,7 +24,15 @@ from cdcnorm.adapters.debezium import control
 from cdcnorm.adapters.debezium.changes import Event, data_change, table_of
 from cdcnorm.adapters.debezium.columns import RowType, avro_row_type, connect_row_type, untyped_row_type
 from cdcnorm.adapters.debezium.envelope import HEARTBEAT_TOPIC, Message, classify, parse_json
-from cdcnorm.adapters.debezium.files import Line, kcat_headers, kcat_value, read_avro, read_json
+from cdcnorm.adapters.debezium.files import (
+    Line,
+    is_side_file,
+    kcat_headers,
+    kcat_value,
+    read_avro,
+    read_json,
+    sink_keys,
+)
 from cdcnorm.adapters.debezium.keys import Key, option_keys, parse_key, per_table
 from cdcnorm.adapters.debezium.options import DebeziumOptions
 from cdcnorm.adapters.debezium.spec import SPEC
@@ -71,17 +79,23 @@ class DebeziumAdapter(Adapter):
         return (b'"connector"' in text and b'"source"' in text and b'"op"' in text) or b'"io.debezium.' in text
 
     # -- files -----------------------------------------------------------------------------------------------
+    def accepts_file(self, path: str) -> bool:
+        """Data files, but not a sink's key / header files (read with their value file)."""
+        return super().accepts_file(path) and not is_side_file(path)
+
     def read_file(self, path: str, fh: IO[bytes], out: BatchBuilder):
         out.set_context(VENDOR, FMT_JSON)
         topic, partition = connect_location(path)
+        keys = sink_keys(path) if topic else None
         src = containers.open_source(fh)
         kind = containers.container_of(src)
         if kind == "avro":
             out.set_context(VENDOR, FMT_AVRO)
-            yield from read_avro(path, src, out, lambda rec, schema, key: self._avro_record(rec, schema, key, topic,
-                                                                                          out), partition)
+            yield from read_avro(path, src, out, lambda rec, schema, key, i: self._avro_record(
+                rec, schema, key, _nth(keys, i), topic, out), partition)
         elif kind == "json":
-            yield from read_json(path, src, out, lambda line: self._line(line, topic, out), partition)
+            yield from read_json(path, src, out, lambda line, i: self._line(line, _nth(keys, i), topic, out),
+                                 partition)
         elif kind == "empty":
             return
         elif src.peek(1)[:1] == b"\x00":
@@ -96,7 +110,7 @@ class DebeziumAdapter(Adapter):
                                              "Confluent-framed Avro messages")
             yield
 
-    def _line(self, line: Line, topic: str | None, out: BatchBuilder) -> None:
+    def _line(self, line: Line, key: Any, topic: str | None, out: BatchBuilder) -> None:
         if line.kcat is not None:
             doc = line.kcat
             key = doc.get("key")
@@ -105,12 +119,13 @@ class DebeziumAdapter(Adapter):
             return
         out.set_context(VENDOR, FMT_JSON)
         self._guarded(lambda: self._emit(self._message(line.payload, line.schema, line.schema_key, topic), FMT_JSON,
-                                         None, topic, None, out), out)
+                                         key, topic, None, out), out)
 
-    def _avro_record(self, rec: Any, schema: Any, key: bytes, topic: str | None, out: BatchBuilder) -> None:
+    def _avro_record(self, rec: Any, schema: Any, skey: bytes, key: Any, topic: str | None,
+                     out: BatchBuilder) -> None:
         out.set_context(VENDOR, FMT_AVRO)
-        msg = Message(classify(rec, {"name": (schema or {}).get("name")}, topic), rec, avro=(schema, key))
-        self._guarded(lambda: self._emit(msg, FMT_AVRO, None, topic, None, out), out)
+        msg = Message(classify(rec, {"name": (schema or {}).get("name")}, topic), rec, avro=(schema, skey))
+        self._guarded(lambda: self._emit(msg, FMT_AVRO, key, topic, None, out), out)
 
     # -- raw messages ----------------------------------------------------------------------------------------
     def decode_message(self, value: bytes | None, meta: MessageMeta, out: BatchBuilder) -> None:
@@ -210,6 +225,8 @@ class DebeziumAdapter(Adapter):
     def _key(self, key: Any) -> Key | None:
         if key is None:
             return None
+        if isinstance(key, dict):  # a record of a sink's Avro key file
+            return Key(key)
         if isinstance(key, bytes | bytearray) and key[:1] == b"\x00":
             rec, schema, skey = self._registry_datum(bytes(key), "message key")
             if not isinstance(rec, dict):
@@ -256,3 +273,8 @@ class DebeziumAdapter(Adapter):
 
 
 
+
+
+def _nth(items: list[Any] | None, i: int) -> Any:
+    """The i-th key of a sink's key file (None without one, or past its end)."""
+    return items[i] if items is not None and 0 <= i < len(items) else None

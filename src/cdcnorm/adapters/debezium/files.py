@@ -9,6 +9,7 @@ message per file (`0x00` + schema id). Anything else is refused with the reason 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,50 @@ from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.errors import DecodeError
 
 KCAT_FIELDS = frozenset({"topic", "partition", "offset", "payload"})
+SIDE_FILES = (".keys.", ".headers.")
+"""What a sink stores next to a value file `<topic>+<p>+<offset>.<ext>` (`store.kafka.keys` / `.headers`):
+`<topic>+<p>+<offset>.keys.<ext>`, read with its value file, never as values."""
+
+
+def is_side_file(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return any(marker in name for marker in SIDE_FILES)
+
+
+_SINK_NAME = re.compile(r"^(?P<stem>.+\+\d+\+\d+)(?P<ext>\.[^/]+)$")
+
+
+def keys_path(path: str) -> str | None:
+    """The sink's key file of a value file (`….json` -> `….keys.json`, `.json.gz` -> `.keys.json.gz`)."""
+    folder, _, name = path.rpartition("/")
+    m = _SINK_NAME.match(name)
+    if m is None:
+        return None
+    other = f"{m['stem']}.keys{m['ext']}"
+    return f"{folder}/{other}" if folder else other
+
+
+def sink_keys(path: str) -> list[Any] | None:
+    """The keys a sink stored for a value file, in record order (JSON lines or Avro records); None without."""
+    from cdcnorm.runtime.fs import open_input
+
+    other = keys_path(path)
+    if other is None:
+        return None
+    try:
+        fh = open_input(other)
+    except (OSError, ValueError):
+        return None
+    with fh:
+        src = containers.open_source(fh)
+        if containers.container_of(src) == "avro":
+            avro = containers.AvroFile(src)
+            try:
+                avro.read_header()
+            except containers.AvroHeaderError:
+                return None
+            return [item.value if isinstance(item, containers.Record) else None for item in avro.records()]
+        return [None if v.strip() in (b"", b"null") else v for v in src.read().splitlines()]
 
 
 @dataclass(slots=True)
@@ -63,7 +108,7 @@ def kcat_value(doc: dict[str, Any]) -> bytes | None:
     return v.encode() if isinstance(v, str) else orjson.dumps(v)
 
 
-def read_json(path: str, src: containers.Source, out: BatchBuilder, decode: Callable[[Line], None],
+def read_json(path: str, src: containers.Source, out: BatchBuilder, decode: Callable[[Line, int], None],
               partition: str | None) -> Iterator[None]:
     """Each JSON record of a dump, decoded; a kcat line's origin is its Kafka partition and offset."""
     reader = containers.JsonRecords(src, parse_line)
@@ -76,11 +121,11 @@ def read_json(path: str, src: containers.Source, out: BatchBuilder, decode: Call
                     "offset": str(line.kcat.get("offset")), "raw": item.raw}
         return {"index": index, "partition": partition, "raw": item.raw}
 
-    yield from containers.each_record(path, reader, out, lambda rec: decode(rec.value), origin)
+    yield from containers.each_record(path, reader, out, lambda rec: decode(rec.value, rec.index), origin)
 
 
 def read_avro(path: str, src: containers.Source, out: BatchBuilder,
-              decode: Callable[[Any, Any, bytes], None], partition: str | None) -> Iterator[None]:
+              decode: Callable[[Any, Any, bytes, int], None], partition: str | None) -> Iterator[None]:
     """Each record of an Avro container file (a Kafka Connect sink's Avro output: one envelope per record)."""
     avro = containers.AvroFile(src)
     try:
@@ -97,4 +142,5 @@ def read_avro(path: str, src: containers.Source, out: BatchBuilder,
     def origin(item: containers.Record | containers.Damage) -> dict[str, Any]:
         return {"index": item.index, "partition": partition, "raw": item.raw}
 
-    yield from containers.each_record(path, avro.records(), out, lambda rec: decode(rec.value, schema, key), origin)
+    yield from containers.each_record(path, avro.records(), out, lambda rec: decode(rec.value, schema, key, rec.index),
+                                      origin)
