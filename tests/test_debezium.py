@@ -300,3 +300,40 @@ def test_key_change_without_headers_is_linked_by_position(spark):
     linked = [k for k, flags in got.items() if "key_change" in (flags or [])]
     assert sorted(linked) == ['DELETE["53195900", "53196000"]', 'INSERT["53195900", "53196000"]']
     assert len(got) == 4
+
+
+def test_truncate_and_other_connectors():
+    trunc = {"before": None, "after": None, "op": "t", "ts_ms": 1718486900000,
+             "source": {"version": "2.7.0.Final", "connector": "postgresql", "name": "pg", "ts_ms": 1718486899000,
+                        "snapshot": "false", "db": "shop", "schema": "public", "table": "orders", "txId": 9,
+                        "lsn": 777, "sequence": '["700","777"]'}}
+    (t,) = changes(decode(orjson.dumps(trunc)))
+    assert t["op"] == "TRUNCATE" and t["table"] == "orders" and t["before"] is None and t["after"] is None
+    assert t["position"] == '["700","777"]'
+    db2 = {"before": None, "after": {"ID": 1}, "op": "c", "ts_ms": 5,
+           "source": {"version": "2.7.0.Final", "connector": "db2", "name": "d", "ts_ms": 4, "snapshot": "false",
+                      "db": "TESTDB", "schema": "DB2INST1", "table": "T", "change_lsn": "00000000:0000150f:0001",
+                      "commit_lsn": "00000000:0000150f:0002"}}
+    (row,) = changes(decode(orjson.dumps(db2)))
+    assert row["source_db"] == "db2" and row["position"] == \
+        "change_lsn=00000000:0000150f:0001,commit_lsn=00000000:0000150f:0002"
+
+
+def test_nanosecond_source_time_keeps_microseconds():
+    ev = json.loads(MYSQL.read_text().splitlines()[2])["payload"]
+    ev["source"]["ts_ns"] = 1718486500123456789
+    (row,) = changes(decode(orjson.dumps(ev)))
+    assert row["source_ts"] == dt.datetime(2024, 6, 15, 21, 21, 40, 123456, tzinfo=UTC)
+
+
+def test_heartbeat_and_transaction_with_schemas():
+    beat = {"schema": {"type": "struct", "name": "io.debezium.connector.common.Heartbeat", "fields": [
+        {"type": "int64", "optional": False, "field": "ts_ms"}]}, "payload": {"ts_ms": 1718490400000}}
+    (h,) = changes(decode(orjson.dumps(beat), msg_keys=[b'{"serverName":"dbserver1"}']))
+    assert h["op"] == "HEARTBEAT" and h["stream"] == "dbserver1"
+    end = {"schema": None, "payload": {"status": "END", "id": "0e4d5dcd-a5f1-11ee-9a2e-0242ac120002:7",
+                                       "ts_ms": 1, "event_count": 1, "data_collections": [
+                                           {"data_collection": "inventory.customers", "event_count": 1}]}}
+    (e,) = changes(decode(orjson.dumps(end), topic="dbserver1.transaction"))
+    assert e["op"] == "TX_COMMIT" and e["stream"] == "dbserver1"
+    assert e["tx_id"] == "0e4d5dcd-a5f1-11ee-9a2e-0242ac120002:7"  # a GTID is not split like txId:LSN
