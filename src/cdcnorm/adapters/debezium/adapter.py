@@ -22,7 +22,14 @@ from cdcnorm import containers
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
 from cdcnorm.adapters.debezium import control
 from cdcnorm.adapters.debezium.changes import Event, data_change, table_of
-from cdcnorm.adapters.debezium.columns import RowType, avro_row_type, connect_row_type, untyped_row_type
+from cdcnorm.adapters.debezium.columns import (
+    RowType,
+    avro_row_type,
+    connect_row_type,
+    declared_columns,
+    declared_version,
+    untyped_row_type,
+)
 from cdcnorm.adapters.debezium.envelope import HEARTBEAT_TOPIC, Message, classify, parse_json
 from cdcnorm.adapters.debezium.files import (
     Line,
@@ -92,7 +99,7 @@ class DebeziumAdapter(Adapter):
         if kind == "avro":
             out.set_context(VENDOR, FMT_AVRO)
             yield from read_avro(path, src, out, lambda rec, schema, key, i: self._avro_record(
-                rec, schema, key, _nth(keys, i), topic, out), partition)
+                rec, schema, key, _nth(keys, i), topic, out), partition, lambda rec: self._kafka_record(rec, topic, out))
         elif kind == "json":
             yield from read_json(path, src, out, lambda line, i: self._line(line, _nth(keys, i), topic, out),
                                  partition)
@@ -120,6 +127,12 @@ class DebeziumAdapter(Adapter):
         out.set_context(VENDOR, FMT_JSON)
         self._guarded(lambda: self._emit(self._message(line.payload, line.schema, line.schema_key, topic), FMT_JSON,
                                          key, topic, None, out), out)
+
+    def _kafka_record(self, rec: dict[str, Any], topic: str | None, out: BatchBuilder) -> None:
+        """A Kafka record of an Avro dump (Spark's Kafka source shape): its value is one raw message."""
+        headers = [(h.get("key"), h.get("value")) for h in rec.get("headers") or () if isinstance(h, dict)]
+        self._guarded(lambda: self._value(rec.get("value"), rec.get("key"), rec.get("topic") or topic, headers, out),
+                      out)
 
     def _avro_record(self, rec: Any, schema: Any, skey: bytes, key: Any, topic: str | None,
                      out: BatchBuilder) -> None:
@@ -256,20 +269,28 @@ class DebeziumAdapter(Adapter):
         change = data_change(ev)
         out.change(change)
         if row.typed and row.columns:
-            self._send_version(change, row, out)
+            self._send_version(change, row.version, row.columns, out)
+        elif not row.typed and row.decoders:
+            image = change.after if change.after is not None else change.before
+            if image:
+                declared = declared_columns(list(image) + (change.missing_columns or []), row)
+                self._send_version(change, declared_version(declared), declared, out)
 
-    def _send_version(self, change, row: RowType, out: BatchBuilder) -> None:
-        sent = (change.stream, change.database, change.schema, change.table, row.version)
+    def _send_version(self, change, version: str, cols: list[tuple[str, str | None, str | None, bool | None]],
+                      out: BatchBuilder) -> None:
+        """The table's schema version, once per version and stream: the value schema's columns, or the columns
+        a user declared for schemaless rows (`first_seen`: the first row's source time)."""
+        sent = (change.stream, change.database, change.schema, change.table, version)
         if sent in self._versions_sent:
             return
         self._versions_sent.add(sent)
         pks = change.primary_keys or []
         columns = [SchemaColumn(name=n, vendor_type=vt, canonical_type=ct, ordinal=i + 1,
                                 pk_position=pks.index(n) + 1 if n in pks else None, nullable=nullable)
-                   for i, (n, vt, ct, nullable) in enumerate(row.columns)]
-        out.schema(SchemaVersion(vendor=VENDOR, stream=change.stream, schema_version=row.version, columns=columns,
+                   for i, (n, vt, ct, nullable) in enumerate(cols)]
+        out.schema(SchemaVersion(vendor=VENDOR, stream=change.stream, schema_version=version, columns=columns,
                                  source_db=change.source_db, database=change.database, schema=change.schema,
-                                 table=change.table))
+                                 table=change.table, first_seen=change.source_ts or change.capture_ts))
 
 
 

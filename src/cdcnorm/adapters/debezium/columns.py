@@ -27,8 +27,8 @@ class RowType:
     """How to decode the images of one table schema."""
 
     decoders: dict[str, Callable[[Any], Any]]
-    columns: list[tuple[str, str, str, bool]]
-    """(name, vendor type, canonical type, nullable) in schema order."""
+    columns: list[tuple[str, str | None, str | None, bool | None]]
+    """(name, vendor type, canonical type, nullable) in schema order (schemaless: the declared columns)."""
     version: str
     """Identifier of the schema (hash of its text): the `schema_version` of the rows and of the version row."""
     typed: bool = True
@@ -131,11 +131,24 @@ def untyped_row_type(declared: dict[str, str] | None, modes: values.Modes) -> Ro
 
     def build() -> RowType:
         decoders = {name: values.untyped_decoder(t, modes) for name, t in items}
-        return RowType(decoders, [], _version(orjson.dumps(items)), typed=False)
+        return RowType(decoders, [(name, None, t, None) for name, t in items], _version(orjson.dumps(items)),
+                       typed=False)
 
     found = _remember(("untyped", items, _mkey(modes)), build)
     assert found is not None
     return found
+
+
+def declared_columns(names: list[str], rt: RowType) -> list[tuple[str, str | None, str | None, bool | None]]:
+    """Schema-version columns of a schemaless row: its columns in image order, with the declared canonical type
+    (`column_types`), or none (the lake keeps such a column as VARIANT)."""
+    declared = {name: canonical for name, _, canonical, _ in rt.columns}
+    return [(name, None, declared.get(name), None) for name in names]
+
+
+def declared_version(columns: list[tuple[str, str | None, str | None, bool | None]]) -> str:
+    """The version id of declared columns: a new column (schema change) is a new version."""
+    return "declared:" + _version(orjson.dumps([[n, t] for n, _, t, _ in columns]))
 
 
 def decode_image(image: Any, rt: RowType, what: str, flags: list[str] | None = None,

@@ -73,7 +73,7 @@ def _canonical_of_text(text: str | None) -> str:
     t = (text or "").strip().lower()
     m = _DECIMAL_TEXT.match(t)
     if m:
-        return f"decimal({m[1]},{m[2] or 0})" if int(m[1]) <= 38 else "string"
+        return f"decimal({m[1]},{m[2] or 0})"  # wider than 38 digits: `apply` keeps exact text at this scale
     for prefix, canonical in _TEXT_TYPES:
         if t.startswith(prefix):
             return canonical
@@ -86,7 +86,7 @@ def _canonical(col: dict[str, Any]) -> str:
         return _canonical_of_text(col.get("typeExpression") or col.get("typeName"))
     if jdbc in (2, 3):
         p, s = positions._int(col.get("length")), positions._int(col.get("scale")) or 0
-        return f"decimal({p},{s})" if p and p <= 38 else "string"
+        return f"decimal({p},{s})" if p else "string"
     return _JDBC.get(jdbc, "string")
 
 
@@ -138,6 +138,7 @@ def schema_change(payload: dict[str, Any], fmt: str, stream: str) -> tuple[list[
                 {"name": n, "typeExpression": t, "position": i + 1} for i, (n, t) in enumerate(info.columns)]}},
                 stream, source_db, database, schema, table)
         if version is not None:
+            version.first_seen = positions.source_time(src) or positions.capture_time(payload)
             versions.append(version)
         changes.append(Change(
             vendor=VENDOR, format=fmt, stream=stream, op="DDL", sort_parts=(1, *pos.sort, i),

@@ -124,9 +124,21 @@ def read_json(path: str, src: containers.Source, out: BatchBuilder, decode: Call
     yield from containers.each_record(path, reader, out, lambda rec: decode(rec.value, rec.index), origin)
 
 
+KAFKA_RECORD_FIELDS = frozenset({"key", "value", "topic"})
+
+
+def is_kafka_records(schema: Any) -> bool:
+    """An Avro file of Kafka records as Spark's Kafka source reads them (`key`, `value`, `topic`, `partition`,
+    `offset`, `headers`): each record's value is one raw message."""
+    names = {f.get("name") for f in (schema or {}).get("fields") or () if isinstance(f, dict)}
+    return names >= KAFKA_RECORD_FIELDS
+
+
 def read_avro(path: str, src: containers.Source, out: BatchBuilder,
-              decode: Callable[[Any, Any, bytes, int], None], partition: str | None) -> Iterator[None]:
-    """Each record of an Avro container file (a Kafka Connect sink's Avro output: one envelope per record)."""
+              decode: Callable[[Any, Any, bytes, int], None], partition: str | None,
+              message: Callable[[dict[str, Any]], None]) -> Iterator[None]:
+    """Each record of an Avro container file: an envelope (a Kafka Connect sink's Avro output), or a Kafka record
+    whose value is a raw message (`message`; the origin keeps its partition and offset)."""
     avro = containers.AvroFile(src)
     try:
         avro.read_header()
@@ -137,10 +149,20 @@ def read_avro(path: str, src: containers.Source, out: BatchBuilder,
         yield
         return
     schema = avro.writer_schema
+    kafka = is_kafka_records(schema)
     key = b"avro:" + orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
 
     def origin(item: containers.Record | containers.Damage) -> dict[str, Any]:
+        rec = item.value if isinstance(item, containers.Record) else None
+        if kafka and isinstance(rec, dict):
+            raw = rec.get("value")
+            return {"index": item.index, "partition": None if rec.get("partition") is None else str(rec["partition"]),
+                    "offset": None if rec.get("offset") is None else str(rec["offset"]),
+                    "raw": raw if isinstance(raw, bytes) else item.raw}
         return {"index": item.index, "partition": partition, "raw": item.raw}
 
-    yield from containers.each_record(path, avro.records(), out, lambda rec: decode(rec.value, schema, key, rec.index),
-                                      origin)
+    if kafka:
+        yield from containers.each_record(path, avro.records(), out, lambda rec: message(rec.value), origin)
+    else:
+        yield from containers.each_record(path, avro.records(), out,
+                                          lambda rec: decode(rec.value, schema, key, rec.index), origin)
