@@ -337,3 +337,17 @@ def test_heartbeat_and_transaction_with_schemas():
     (e,) = changes(decode(orjson.dumps(end), topic="dbserver1.transaction"))
     assert e["op"] == "TX_COMMIT" and e["stream"] == "dbserver1"
     assert e["tx_id"] == "0e4d5dcd-a5f1-11ee-9a2e-0242ac120002:7"  # a GTID is not split like txId:LSN
+
+
+def test_mongodb_legacy_oplog_filter_and_patch():
+    src = {"version": "1.0.0.Final", "connector": "mongodb", "name": "legacy", "rs": "rs0", "ns": "inv.customers",
+           "sec": 1, "ord": 4, "h": 99, "ts_ms": 1718486400000, "db": "inv", "collection": "customers",
+           "snapshot": "false"}
+    delete = {"after": None, "patch": None, "filter": '{"_id": {"$numberLong": "1004"}}', "source": src, "op": "d",
+              "ts_ms": 1718486400100}
+    (d,) = changes(decode(orjson.dumps(delete)))
+    assert d["op"] == "DELETE" and d["before"] == {"_id": 1004} and d["key"] == {"_id": 1004}
+    patch = {"after": None, "patch": '{"$set": {"name": "x"}}', "filter": '{"_id": 1004}', "source": src,
+             "op": "u", "ts_ms": 1718486400200}
+    rows = decode(orjson.dumps(patch))
+    assert outcomes(rows) == [("quarantine", "unsupported_format")] and "change streams" in rows[0]["_message"]

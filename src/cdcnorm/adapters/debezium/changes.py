@@ -67,7 +67,15 @@ def canonical_op(vendor_op: Any, src: dict[str, Any]) -> str:
 def _images(ev: Event, connector: str, flags: list[str]) -> tuple[Any, Any, list[str], list[str]]:
     p = ev.payload
     if connector == "mongodb":
-        return mongo.document(p.get("before"), "before"), mongo.document(p.get("after"), "after"), [], []
+        before, after = mongo.document(p.get("before"), "before"), mongo.document(p.get("after"), "after")
+        if after is None and p.get("op") == "u" and p.get("patch") is not None:
+            raise DecodeError("unsupported_format", "a MongoDB legacy oplog update carries only its `patch` (the "
+                                                    "update operators), not the document: the row after it is "
+                                                    "unknown. Capture with change streams (`capture.mode` "
+                                                    "change_streams_update_full) to get the full document")
+        if before is None and p.get("op") == "d" and ev.key is None:
+            before = mongo.document(p.get("filter"), "filter")  # legacy oplog deletes name the _id there
+        return before, after, [], []
     before, miss_b = decode_image(p.get("before"), ev.row, "before", flags, ev.unavailable)
     after, miss_a = decode_image(p.get("after"), ev.row, "after", flags, ev.unavailable)
     return before, after, miss_b, miss_a
