@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import IO, Any, ClassVar
 
+import orjson
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -45,7 +46,7 @@ from cdcnorm.adapters.debezium.options import DebeziumOptions
 from cdcnorm.adapters.debezium.spec import SPEC
 from cdcnorm.adapters.debezium.values import Modes, unavailable_checker
 from cdcnorm.adapters.replicate.catalog import load_registry, parse_avro_schema
-from cdcnorm.adapters.replicate.envelope import avro_read
+from cdcnorm.adapters.replicate.envelope import read_datum
 from cdcnorm.adapters.replicate.naming import connect_location
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.emit import Bookkeeping as B
@@ -74,7 +75,8 @@ class DebeziumAdapter(Adapter):
                            binary_handling=o.binary_handling, decimal_format=o.decimal_format)
         self._unavailable = unavailable_checker(o.unavailable_placeholder)
         self._registry = load_registry(o.schema_registry) if o.schema_registry else {}
-        self._parsed: dict[int, Any] = {}
+        self._parsed: dict[int, tuple[Any, Any]] = {}
+        """registry schema id -> (fastavro's parsed schema, the schema as JSON)"""
         self._versions_sent: set[tuple] = set()
 
     # -- detection -------------------------------------------------------------------------------------------
@@ -180,12 +182,12 @@ class DebeziumAdapter(Adapter):
         if text is None:
             raise DecodeError("schema_not_found", f"the registry schema {sid} of this {what} is unknown; add it to "
                                                   "the `schema_registry` folder, then `cdcnorm quarantine retry`")
-        if sid not in self._parsed:
-            self._parsed[sid] = parse_avro_schema(text, f"registry schema {sid}")
-        rec = avro_read(value[5:], self._parsed[sid], f"the Avro {what} of schema {sid}")
-        import orjson
-
-        return rec, orjson.loads(text) if isinstance(text, str) else text, f"registry:{sid}".encode()
+        found = self._parsed.get(sid)
+        if found is None:
+            doc = orjson.loads(text) if isinstance(text, str) else text
+            found = self._parsed[sid] = (parse_avro_schema(text, f"registry schema {sid}"), doc)
+        rec = read_datum(value[5:], found[0], text, f"the Avro {what} of schema {sid}")
+        return rec, found[1], f"registry:{sid}".encode()
 
     # -- a key change without its headers: a delete and a create at one position --------------------------------
     def post_process(self, changes: DataFrame) -> DataFrame:
