@@ -1,0 +1,616 @@
+"""The simulator's Debezium encoder, read back with plain `json` / `fastavro` (no cdcnorm adapter).
+
+The readers below know Kafka Connect's converters and Debezium's envelope, nothing of the encoder's
+internals: replaying every format's data events must give the history's final state, and single events must
+carry exactly the history's rows, positions, snapshot markers, tombstones, transaction counts and quirks.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import io
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pytest
+
+from cdcnorm.simulate.encoders.debezium import FORMATS, UNAVAILABLE
+from cdcnorm.simulate.history import EPOCH, Col, Event, History, TableDef, build_tables
+
+UTC = dt.UTC
+SIZE = {"tables": 3, "rows": 20, "changes": 240, "seed": 7}
+QUIRKS = frozenset({"heartbeats"})
+FMT = {f.folder: f for f in FORMATS}
+
+
+def run(out: Path, folder: str, quirks: frozenset[str] = QUIRKS, rotate: int = 60, history: History | None = None,
+        defs: tuple[TableDef, ...] | None = None, events: list[Event] | None = None) -> Any:
+    """Feed a history to one encoder the way `simulate()` does: the initial rows as the backfill, then the
+    changes in commit order."""
+    history = history or History(SIZE["tables"], SIZE["rows"], SIZE["changes"], SIZE["seed"])
+    defs = defs or history.defs
+    enc = FMT[folder].encoder(out, defs, SIZE["seed"], quirks, rotate, folder)
+    initial: list[list[dict]] = [[] for _ in defs]
+    changes = []
+    for ev in events if events is not None else history:
+        if ev.kind == "SNAPSHOT":
+            initial[ev.table].append(ev.after)
+        else:
+            changes.append(ev)
+    for t in defs:
+        enc.backfill(t, initial[t.index], 1_714_557_600_000_000, 0)
+    for ev in changes:
+        enc.change(ev)
+    enc.close()
+    return enc
+
+
+# -- readers ---------------------------------------------------------------------------------------------------
+@dataclass
+class Msg:
+    topic: str
+    partition: int
+    offset: int
+    ts: int
+    headers: dict[str, bytes]
+    key: Any
+    value: Any
+    key_schema: Any = None
+    value_schema: Any = None
+
+
+def read_json(root: Path) -> list[Msg]:
+    """Every `kcat -J` line: key and payload are converter text (JsonConverter, with or without schemas)."""
+    out = []
+    for p in sorted(root.rglob("*.jsonl")):
+        for line in p.read_text(encoding="utf-8").splitlines():
+            r = json.loads(line)
+            assert set(r) - {"headers"} == {"topic", "partition", "offset", "tstype", "ts", "broker", "key", "payload"}
+            h = r.get("headers", [])
+            headers = {h[i]: h[i + 1].encode() for i in range(0, len(h), 2)}
+            key = None if r["key"] is None else json.loads(r["key"])
+            value = None if r["payload"] is None else json.loads(r["payload"], parse_float=Decimal)
+            m = Msg(r["topic"], r["partition"], r["offset"], r["ts"], headers, key, value)
+            if isinstance(key, dict) and set(key) == {"schema", "payload"}:
+                m.key_schema, m.key = key["schema"], key["payload"]
+            if isinstance(value, dict) and set(value) == {"schema", "payload"}:
+                m.value_schema, m.value = value["schema"], value["payload"]
+            out.append(m)
+    return out
+
+
+def read_avro(root: Path, registry: Path) -> list[Msg]:
+    """Avro container files of Kafka records whose key and value are Confluent-framed (0, 4-byte id, body)."""
+    schemas = {int(p.stem): json.loads(p.read_text()) for p in registry.glob("*.avsc")}
+    parsed = {sid: fastavro.parse_schema(s) for sid, s in schemas.items()}
+
+    def decode(b: bytes | None) -> tuple[Any, Any]:
+        if b is None:
+            return None, None
+        assert b[0] == 0
+        sid = int.from_bytes(b[1:5], "big")
+        return fastavro.schemaless_reader(io.BytesIO(b[5:]), parsed[sid], None), schemas[sid]
+
+    out = []
+    for p in sorted(root.rglob("*.avro")):
+        with p.open("rb") as fh:
+            for r in fastavro.reader(fh):
+                key, ks = decode(r["key"])
+                value, vs = decode(r["value"])
+                headers = {h["key"]: h["value"] for h in r["headers"] or []}
+                ms = (r["timestamp"] - EPOCH) // dt.timedelta(milliseconds=1)
+                out.append(Msg(r["topic"], r["partition"], r["offset"], ms, headers, key, value, ks, vs))
+    return out
+
+
+def read(out: Path, folder: str) -> list[Msg]:
+    root = out / "debezium" / folder
+    return read_avro(root, out / "schemas" / "debezium-avro") if folder == "avro" else read_json(root)
+
+
+def data_events(msgs: list[Msg]) -> list[Msg]:
+    return [m for m in msgs if isinstance(m.value, dict) and "op" in m.value]
+
+
+def position(m: Msg) -> tuple:
+    """The connector's source position: MySQL (file, pos, row), PostgreSQL (lsn)."""
+    s = m.value["source"]
+    return (s["file"], s["pos"], s["row"]) if s["connector"] == "mysql" else (s["lsn"],)
+
+
+# -- values: Kafka Connect JSON / Avro -> Python, by the source column type -----------------------------------
+def to_python(col: Col, connector: str, v: Any, field_schema: dict | None = None) -> Any:
+    """A column value as the history holds it (MySQL DATETIME has no zone: a naive UTC wall clock)."""
+    if v is None or v == UNAVAILABLE:
+        return v
+    base = col.base
+    if base == "decimal":
+        if isinstance(v, Decimal):  # Avro's decimal logical type
+            return v
+        if field_schema is not None:  # JsonConverter with schemas: base64 unscaled, scale from the schema
+            assert field_schema["name"] == "org.apache.kafka.connect.data.Decimal"
+            scale = int(field_schema["parameters"]["scale"])
+            assert field_schema["parameters"]["connect.decimal.precision"] == str(col.precision_scale[0])
+            unscaled = int.from_bytes(base64.b64decode(v), "big", signed=True)
+            return Decimal(f"{unscaled}E-{scale}")  # from text: exact, whatever the digit count
+        return Decimal(v)  # decimal.handling.mode=string
+    if base == "date":
+        return dt.date(1970, 1, 1) + dt.timedelta(days=v)
+    if base == "timestamp":
+        if connector == "mysql":  # io.debezium.time.MicroTimestamp
+            return (EPOCH + dt.timedelta(microseconds=v)).replace(tzinfo=None)
+        return dt.datetime.fromisoformat(v.replace("Z", "+00:00"))  # io.debezium.time.ZonedTimestamp
+    if base == "binary":
+        return v if isinstance(v, bytes) else base64.b64decode(v)
+    if base == "double":
+        return float(v)
+    return v
+
+
+def expected(col: Col, connector: str, v: Any) -> Any:
+    if v is not None and col.base == "timestamp" and connector == "mysql":
+        return v.astimezone(UTC).replace(tzinfo=None)
+    return v
+
+
+def row_of(t: TableDef, m: Msg, side: str) -> dict[str, Any] | None:
+    image = m.value[side]
+    if image is None:
+        return None
+    connector = m.value["source"]["connector"]
+    fields = {}
+    if m.value_schema is not None and "fields" in m.value_schema and m.value_schema["type"] == "struct":
+        for f in m.value_schema["fields"]:
+            if f["field"] == side:
+                fields = {c["field"]: c for c in f["fields"]}
+    return {name: to_python(t.col(name), connector, x, fields.get(name)) for name, x in image.items()}
+
+
+# -- fixtures --------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def history() -> History:
+    return History(SIZE["tables"], SIZE["rows"], SIZE["changes"], SIZE["seed"])
+
+
+@pytest.fixture(scope="module")
+def plain_out(tmp_path_factory, history) -> Path:
+    """Every format, heartbeats on, no delivery shuffling: offsets follow the source order."""
+    out = tmp_path_factory.mktemp("dbz_plain")
+    for folder in FMT:
+        run(out, folder, history=history)
+    return out
+
+
+@pytest.fixture(scope="module")
+def quirky_out(tmp_path_factory, history) -> tuple[Path, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("dbz_quirks")
+    counts = {}
+    for folder in FMT:
+        enc = run(out, folder, frozenset({"heartbeats", "duplicates", "connector_restart", "toast"}), history=history)
+        counts[folder] = enc.counts
+    return out, counts
+
+
+def _row_key(t: TableDef, row: dict) -> tuple:
+    return t.key_of(row) if t.primary_key else (row["seq_no"],)
+
+
+def final_state(history: History) -> dict[str, dict[tuple, dict]]:
+    """The source's final rows per table (keyed tables by key; the keyless table by its sequence number)."""
+    state: dict[str, dict[tuple, dict]] = defaultdict(dict)
+    for ev in history:
+        t = history.defs[ev.table]
+        if ev.kind == "TRUNCATE":
+            state[t.name].clear()
+        elif ev.kind == "DDL":
+            for r in state[t.name].values():
+                r.setdefault("tier", None)
+        else:
+            if ev.before is not None:
+                state[t.name].pop(_row_key(t, ev.before), None)
+            if ev.after is not None:
+                state[t.name][_row_key(t, ev.after)] = dict(ev.after)
+    return state
+
+
+def replay(history: History, msgs: list[Msg]) -> dict[str, dict[tuple, dict]]:
+    """Apply the distinct data events of each connector in source order (snapshot first, then by position and
+    transaction order); a TOAST placeholder keeps the column's previous value."""
+    defs = {t.name: t for t in history.defs}
+    seen, events = set(), []
+    for m in data_events(msgs):
+        ident: tuple = (m.topic, json.dumps(m.key, sort_keys=True, default=str), m.value["op"], position(m))
+        if m.value["op"] == "r":  # snapshot rows share one position: a keyless one is told apart by its row
+            ident = (m.topic, repr(m.value["after"]))
+        if ident in seen:
+            continue
+        seen.add(ident)
+        snap = m.value["op"] == "r"
+        tx = m.value["transaction"]
+        events.append(((m.value["source"]["connector"], not snap, position(m), tx["total_order"] if tx else 0,
+                        m.partition, m.offset), m))
+    events.sort(key=lambda e: e[0])
+    state: dict[str, dict[tuple, dict]] = defaultdict(dict)
+    for _, m in events:
+        t = defs[m.value["source"]["table"]]
+        rows = state[t.name]
+        op = m.value["op"]
+        if op == "t":
+            rows.clear()
+        elif op == "d":
+            rows.pop(_row_key(t, row_of(t, m, "before")), None)
+        else:
+            after = row_of(t, m, "after")
+            old = rows.get(_row_key(t, after), {})
+            rows[_row_key(t, after)] = {k: old.get(k) if v == UNAVAILABLE else v for k, v in after.items()}
+    return state
+
+
+def projected(history: History) -> dict[str, dict[tuple, dict]]:
+    state = final_state(history)
+    out = {}
+    for t in history.defs:
+        conn = "mysql" if t.flavour == "mysql" else "postgresql"
+        out[t.name] = {k: {c: expected(t.col(c), conn, v) for c, v in r.items()} for k, r in state[t.name].items()}
+    return out
+
+
+# -- tests -----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("folder", list(FMT))
+def test_replaying_the_data_events_gives_the_final_state(folder, plain_out, quirky_out, history):
+    want = projected(history)
+    for out in (plain_out, quirky_out[0]):
+        got = replay(history, read(out, folder))
+        for t in history.defs:
+            mine = {k: {c: r.get(c) for c in want[t.name].get(k, r)} for k, r in got[t.name].items()}
+            assert mine == want[t.name], f"{folder}: {t.name}"
+        assert sum(len(r) for r in want.values()) > 40
+
+
+def test_topics_connectors_and_sources(plain_out):
+    msgs = read(plain_out, "json")
+    topics = {m.topic for m in msgs}
+    assert {"sim-mysql.shop.order_lines", "sim-pg.public.customers", "sim-pg.public.events", "sim-mysql",
+            "sim-mysql.transaction", "sim-pg.transaction", "__debezium-heartbeat.sim-mysql",
+            "__debezium-heartbeat.sim-pg"} == topics
+    for m in data_events(msgs):
+        s = m.value["source"]
+        assert m.value_schema["name"] == f"{m.topic}.Envelope"
+        assert s["name"] == m.topic.split(".")[0] and s["table"] == m.topic.split(".")[-1] and s["db"] == "shop"
+        if s["connector"] == "mysql":
+            assert set(s) >= {"file", "pos", "row", "gtid", "server_id"} and s["ts_ms"] % 1000 == 0
+            assert s["ts_us"] == s["ts_ms"] * 1000 and s["ts_ns"] == s["ts_ms"] * 1_000_000
+        else:
+            assert s["schema"] == "public" and isinstance(s["lsn"], int) and isinstance(s["txId"], int)
+            last_commit, lsn = json.loads(s["sequence"])
+            assert lsn == str(s["lsn"]) and (last_commit is None or int(last_commit) < s["lsn"])
+            assert s["ts_ns"] == s["ts_us"] * 1000 and s["ts_ms"] == s["ts_us"] // 1000
+        assert m.value["ts_ms"] >= s["ts_ms"] and m.value["ts_us"] // 1000 == m.value["ts_ms"]  # processing time
+        assert m.ts == m.value["ts_ms"]
+
+
+def _first(history: History, kind: str, flavour: str, key_change: bool = False) -> tuple[TableDef, Event]:
+    for ev in history:
+        t = history.defs[ev.table]
+        if ev.kind == kind and (t.flavour == "mysql") == (flavour == "mysql") and t.primary_key \
+                and ev.key_change == key_change:
+            return t, ev
+    raise AssertionError(f"no {kind} on {flavour}")
+
+
+def _find(msgs: list[Msg], t: TableDef, op: str, key: dict, ev: Event) -> list[Msg]:
+    """The data events of one history change: its table, op and key, at its commit time (MySQL: the second)."""
+    def when(m: Msg) -> bool:
+        s = m.value["source"]
+        return s["ts_us"] == ev.ts_us if s["connector"] == "postgresql" else s["ts_ms"] == ev.ts_us // 10**6 * 1000
+
+    return [m for m in data_events(msgs) if m.value["source"]["table"] == t.name and m.value["op"] == op
+            and m.value["source"]["snapshot"] == "false" and m.key == key and when(m)]
+
+
+@pytest.mark.parametrize("folder", list(FMT))
+def test_single_events_carry_the_history_rows(folder, plain_out, history):
+    msgs = read(plain_out, folder)
+    for flavour in ("mysql", "postgresql"):
+        def exp(t: TableDef, row: dict, conn: str = "mysql" if flavour == "mysql" else "postgresql") -> dict:
+            return {c.name: expected(c, conn, row.get(c.name)) for c in t.columns_at(1)}
+
+        t, ev = _first(history, "INSERT", flavour)
+        (m,) = _find(msgs, t, "c", {k: ev.after[k] for k in t.primary_key}, ev)
+        assert m.value["before"] is None and row_of(t, m, "after") == exp(t, ev.after)
+        t, ev = _first(history, "UPDATE", flavour)
+        (m,) = _find(msgs, t, "u", {k: ev.after[k] for k in t.primary_key}, ev)
+        assert row_of(t, m, "after") == exp(t, ev.after)
+        if flavour == "mysql":  # binlog_row_image=FULL
+            assert row_of(t, m, "before") == exp(t, ev.before)
+        elif t.template == "customers":  # REPLICA IDENTITY DEFAULT: no old row on an update
+            assert m.value["before"] is None
+        t, ev = _first(history, "DELETE", flavour)
+        key = {k: ev.before[k] for k in t.primary_key}
+        (m,) = _find(msgs, t, "d", key, ev)
+        before = row_of(t, m, "before")
+        assert m.value["after"] is None
+        if flavour == "mysql":
+            assert before == exp(t, ev.before)
+        else:  # REPLICA IDENTITY DEFAULT: the key, nullable columns null, required ones Debezium's fallbacks
+            assert {k: before[k] for k in t.primary_key} == key
+            assert all(before[c.name] is None for c in t.columns if c.nullable and c.name in before)
+            assert before["name"] == "" and before["active"] is False and before["balance"] == Decimal("0.00")
+
+
+def test_decimals_decode_exactly_from_base64_with_the_scale(plain_out, history):
+    msgs = data_events(read(plain_out, "json"))
+    values = {}
+    for m in msgs:
+        if m.value["source"]["table"] == "order_lines" and m.value["after"]:
+            fields = {f["field"]: f for f in m.value_schema["fields"][1]["fields"]}
+            big = m.value["after"]["big_amount"]
+            assert fields["big_amount"]["parameters"] == {"scale": "20", "connect.decimal.precision": "60"}
+            if big is not None:
+                raw = base64.b64decode(big)
+                value = Decimal(f"{int.from_bytes(raw, 'big', signed=True)}E-20")
+                values[(m.key["order_id"], m.key["line_no"], m.value["source"].get("pos"))] = value
+                redundant = len(raw) > 1 and ((raw[0] == 0 and raw[1] < 0x80) or (raw[0] == 0xFF and raw[1] >= 0x80))
+                assert not redundant  # the shortest two's complement, as BigInteger.toByteArray writes it
+    truth = {ev.after["big_amount"] for ev in history if history.defs[ev.table].name == "order_lines"
+             and ev.after is not None and ev.after["big_amount"] is not None}
+    assert values and set(values.values()) <= truth and any(len(str(v).replace("-", "")) > 40 for v in values.values())
+    assert all(v.as_tuple().exponent == -20 for v in values.values())
+    noschema = data_events(read(plain_out, "json-noschema"))
+    texts = {m.value["after"]["big_amount"] for m in noschema if m.value["source"]["table"] == "order_lines"
+             and m.value["after"] and m.value["after"]["big_amount"] is not None}
+    assert {Decimal(x) for x in texts} == set(values.values()) and all(isinstance(x, str) for x in texts)
+
+
+def test_snapshot_rows_are_marked_first_to_last_then_streaming(plain_out, history):
+    msgs = data_events(read(plain_out, "json"))
+    for connector, tables in (("mysql", ["order_lines"]), ("postgresql", ["customers", "events"])):
+        snap = sorted((m for m in msgs if m.value["op"] == "r" and m.value["source"]["connector"] == connector),
+                      key=lambda m: m.value["ts_us"])
+        marks = [m.value["source"]["snapshot"] for m in snap]
+        assert len(snap) == SIZE["rows"] * len(tables) and marks[0] == "first" and marks[-1] == "last"
+        assert Counter(marks)["first"] == Counter(marks)["last"] == 1
+        assert set(marks[1:-1]) <= {"true", "first_in_data_collection", "last_in_data_collection"}
+        assert len({position(m) for m in snap}) == 1  # one snapshot position for every row
+        assert all(m.value["before"] is None and m.value["transaction"] is None for m in snap)
+        streaming = [m for m in msgs if m.value["op"] != "r" and m.value["source"]["connector"] == connector]
+        assert streaming and {m.value["source"]["snapshot"] for m in streaming} == {"false"}
+        assert min(m.value["ts_us"] for m in streaming) > max(m.value["ts_us"] for m in snap)
+
+
+@pytest.mark.parametrize("folder", list(FMT))
+def test_a_tombstone_follows_each_delete(folder, plain_out):
+    msgs = read(plain_out, folder)
+    by_lane = defaultdict(dict)
+    for m in msgs:
+        by_lane[(m.topic, m.partition)][m.offset] = m
+    deletes = [m for m in data_events(msgs) if m.value["op"] == "d"]
+    assert deletes
+    for d in deletes:
+        nxt = by_lane[(d.topic, d.partition)][d.offset + 1]
+        assert nxt.value is None and nxt.key == d.key
+    tombstones = [m for m in msgs if m.value is None]
+    assert len(tombstones) == len(deletes) and all(m.key is not None for m in tombstones)
+
+
+@pytest.mark.parametrize("folder", ["json", "avro"])
+def test_transaction_end_counts_the_data_events_of_its_id(folder, plain_out, quirky_out):
+    for out in (plain_out, quirky_out[0]):
+        msgs = read(out, folder)
+        distinct = {(m.topic, m.value["op"], position(m), m.value["transaction"]["total_order"]): m
+                    for m in data_events(msgs) if m.value["transaction"]}
+        per_tx: dict[str, Counter] = defaultdict(Counter)
+        for m in distinct.values():
+            tx_id = m.value["transaction"]["id"]
+            group = tx_id.split(":")[0] if m.value["source"]["connector"] == "postgresql" else tx_id
+            per_tx[group][f"{m.topic.split('.', 1)[1]}"] += 1
+        ends = {}
+        begins = set()
+        for m in msgs:
+            if m.topic.endswith(".transaction"):
+                pg = m.topic.startswith("sim-pg")
+                group = m.value["id"].split(":")[0] if pg else m.value["id"]
+                assert m.key["id"] == m.value["id"]
+                if m.value["status"] == "BEGIN":
+                    assert m.value["event_count"] is None and m.value["data_collections"] is None
+                    begins.add(group)
+                else:
+                    ends[group] = m.value
+        assert ends and set(ends) == begins == set(per_tx)
+        for group, end in ends.items():
+            assert end["event_count"] == sum(per_tx[group].values())
+            assert {c["data_collection"]: c["event_count"] for c in end["data_collections"]} == dict(per_tx[group])
+        multi = [g for g, c in per_tx.items() if sum(c.values()) > 1]
+        assert multi  # transactions of several statements
+
+
+def test_postgres_transaction_ids_are_txid_and_lsn(plain_out):
+    for m in data_events(read(plain_out, "json")):
+        tx, s = m.value["transaction"], m.value["source"]
+        if tx and s["connector"] == "postgresql":
+            assert tx["id"] == f"{s['txId']}:{s['lsn']}"
+        elif tx:
+            assert tx["id"] == s["gtid"] and ":" in s["gtid"]
+
+
+@pytest.mark.parametrize("folder", list(FMT))
+def test_a_connector_restart_redelivers_with_identical_positions(folder, quirky_out):
+    out, counts = quirky_out
+    assert counts[folder]["restarts"] >= 2
+    groups: dict[tuple, list[Msg]] = defaultdict(list)
+    for m in data_events(read(out, folder)):
+        if m.value["op"] != "r":
+            groups[(m.topic, m.value["op"], position(m), json.dumps(m.key, default=str))].append(m)
+    again = [g for g in groups.values() if len({m.value["ts_ms"] for m in g}) > 1]
+    assert len(again) >= 5
+    for g in again:
+        assert all(m.value["source"] == g[0].value["source"] for m in g)
+        assert all(m.value["transaction"] == g[0].value["transaction"] for m in g)
+        assert len({(m.partition, m.offset) for m in g}) == len(g)
+
+
+def test_toast_placeholders_stand_for_unchanged_columns_only(quirky_out, history):
+    out, counts = quirky_out
+    updates = {ev.seq: ev for ev in history if ev.kind == "UPDATE"}
+    seqs = {}
+    for m in data_events(read(out, "json")):
+        if m.value["op"] == "u" and m.value["source"]["connector"] == "postgresql":
+            seqs[m.value["source"]["lsn"]] = m
+    hits = 0
+    for m in seqs.values():
+        after = m.value["after"]
+        placeholders = [c for c, v in after.items() if v == UNAVAILABLE]
+        if not placeholders:
+            continue
+        hits += 1
+        assert placeholders == ["email"] and m.value["before"] is None
+        (ev,) = [e for e in updates.values() if history.defs[e.table].name == m.value["source"]["table"]
+                 and e.after["id"] == after["id"] and e.ts_us == m.value["source"]["ts_us"]]
+        assert "email" not in ev.changed and ev.before["email"] is not None
+    assert hits == counts["json"]["toast"] > 0
+
+
+def test_a_key_change_is_delete_tombstone_create_linked_by_headers(plain_out, history):
+    msgs = read(plain_out, "json")
+    creates = {json.dumps(m.key, sort_keys=True): m for m in data_events(msgs)
+               if "__debezium.oldkey" in m.headers}
+    deletes = [m for m in data_events(msgs) if "__debezium.newkey" in m.headers]
+    changes = [ev for ev in history if ev.kind == "UPDATE" and ev.key_change]
+    assert len(deletes) == len(creates) == len(changes) > 0
+    for d in deletes:
+        new_key = json.loads(d.headers["__debezium.newkey"])
+        c = creates[json.dumps(new_key, sort_keys=True)]
+        assert d.value["op"] == "d" and c.value["op"] == "c"
+        assert json.loads(c.headers["__debezium.oldkey"]) == d.key
+        assert position(d) == position(c)
+        assert c.value["transaction"]["total_order"] == d.value["transaction"]["total_order"] + 1
+
+
+def test_mysql_truncate_event(plain_out, history):
+    (tr,) = [ev for ev in history if ev.kind == "TRUNCATE"]
+    t = history.defs[tr.table]
+    assert t.flavour == "mysql"
+    msgs = [m for m in data_events(read(plain_out, "json")) if m.value["op"] == "t"]
+    (m,) = msgs
+    assert m.key is None and m.value["before"] is None and m.value["after"] is None
+    assert m.value["source"]["table"] == t.name and m.value["transaction"] is None
+
+
+def test_heartbeats_and_the_schema_change_topic(plain_out):
+    msgs = read(plain_out, "json")
+    beats = [m for m in msgs if m.topic.startswith("__debezium-heartbeat.")]
+    assert len(beats) >= 4 and all(set(m.value) == {"ts_ms"} and m.key == {"serverName": m.topic.split(".", 1)[1]}
+                                   for m in beats)
+    assert {m.value_schema["name"] for m in beats} == {"io.debezium.connector.common.Heartbeat"}
+    ddl = [m for m in msgs if m.topic == "sim-mysql"]
+    (create,) = ddl
+    assert create.key == {"databaseName": "shop"} and create.value["ddl"].startswith("CREATE TABLE `order_lines`")
+    (change,) = create.value["tableChanges"]
+    assert change["type"] == "CREATE" and change["id"] == '"shop"."order_lines"'
+    assert change["table"]["primaryKeyColumnNames"] == ["order_id", "line_no"]
+    cols = {c["name"]: c for c in change["table"]["columns"]}
+    assert cols["big_amount"]["typeName"] == "DECIMAL" and (cols["big_amount"]["length"], cols["big_amount"]["scale"]) == (60, 20)
+    assert [c["position"] for c in change["table"]["columns"]] == list(range(1, len(cols) + 1))
+
+
+def test_postgres_ddl_shows_as_a_new_value_schema(plain_out, history):
+    (ddl,) = [ev for ev in history if ev.kind == "DDL"]
+    msgs = [m for m in data_events(read(plain_out, "json")) if m.topic == "sim-pg.public.customers"]
+    for m in msgs:
+        names = [f["field"] for f in m.value_schema["fields"][1]["fields"]]
+        later = m.value["source"]["snapshot"] == "false" and json.loads(m.value["source"]["sequence"])[1] and \
+            m.value["source"]["ts_us"] > ddl.ts_us
+        assert ("tier" in names) == bool(later)
+    subjects = json.loads((plain_out / "schemas" / "debezium-avro" / "subjects.json").read_text())
+    assert len(subjects["sim-pg.public.customers-value"]) == 2
+
+
+def test_mysql_ddl_is_an_alter_on_the_schema_change_topic(tmp_path):
+    """A MySQL table with the history's ADD COLUMN: the schema-change topic has its ALTER with the new columns."""
+    base = History(1, 3, 30, 5)
+    (t0,) = base.defs
+    t = TableDef(0, t0.name, t0.template, t0.columns, t0.primary_key, "mysql", ddl=True, truncate=True)
+    run(tmp_path, "json", history=base, defs=(t,), events=list(base))
+    msgs = read(tmp_path, "json")
+    kinds = [(m.value["tableChanges"][0]["type"], m.value["ddl"]) for m in msgs if m.topic == "sim-mysql"]
+    assert [k for k, _ in kinds] == ["CREATE", "ALTER"] and "ADD COLUMN tier" in kinds[1][1]
+    alter = next(m for m in msgs if m.topic == "sim-mysql" and m.value["tableChanges"][0]["type"] == "ALTER")
+    assert alter.value["tableChanges"][0]["table"]["columns"][-1]["name"] == "tier"
+    assert any(m.value["op"] == "t" for m in data_events(msgs))
+
+
+def test_avro_round_trips_with_the_exported_schemas(plain_out):
+    registry = plain_out / "schemas" / "debezium-avro"
+    schemas = {int(p.stem): json.loads(p.read_text()) for p in registry.glob("*.avsc")}
+    envelope = next(s for s in schemas.values() if s.get("name") == "Envelope"
+                    and s.get("namespace") == "sim-mysql.shop.order_lines")
+    assert envelope["connect.name"] == "sim-mysql.shop.order_lines.Envelope"
+    value = envelope["fields"][0]["type"][1]
+    assert value["name"] == "Value" and envelope["fields"][1]["type"] == ["null", "sim-mysql.shop.order_lines.Value"]
+    fields = {f["name"]: f["type"] for f in value["fields"]}
+    assert fields["unit_price"]["logicalType"] == "decimal" and fields["unit_price"]["scale"] == 4
+    assert fields["unit_price"]["connect.name"] == "org.apache.kafka.connect.data.Decimal"
+    assert fields["updated_at"]["connect.name"] == "io.debezium.time.MicroTimestamp"
+    assert fields["ship_date"] == ["null", {"type": "int", "connect.version": 1, "connect.name": "io.debezium.time.Date"}]
+    avro = {(m.topic, m.partition, m.offset): m for m in read(plain_out, "avro")}
+    jsn = {(m.topic, m.partition, m.offset): m for m in read(plain_out, "json")}
+    assert set(avro) == set(jsn)
+    for k, a in avro.items():
+        j = jsn[k]
+        assert a.headers == j.headers and (a.value is None) == (j.value is None)
+        if a.value is None or "op" not in a.value:
+            assert a.value == j.value and a.key == j.key
+            continue
+        t = next(t for t in History(**SIZE).defs if t.name == a.value["source"]["table"])
+        for side in ("before", "after"):
+            assert row_of(t, a, side) == row_of(t, j, side)
+        assert a.value["source"] == j.value["source"] and a.value["op"] == j.value["op"]
+
+
+def test_the_schemaless_format_needs_the_declared_options(tmp_path, plain_out):
+    f = FMT["json-noschema"]
+    tables = {"order_lines": {"source_db": "mysql", "database": "shop", "schema": None, "columns": [
+        {"name": "unit_price", "source_type": "decimal(10,4)"}, {"name": "updated_at", "source_type": "timestamp"}]},
+        "customers": {"source_db": "postgresql", "database": "shop", "schema": "public", "columns": [
+            {"name": "created_at", "source_type": "timestamp"}, {"name": "avatar", "source_type": "binary"}]}}
+    opts = f.user_options(tmp_path, {"tables": tables})
+    assert opts == {"decimal_handling": "string", "time_precision": "adaptive_time_microseconds",
+                    "binary_handling": "bytes", "column_types": {
+                        "shop.order_lines": {"unit_price": "decimal(10,4)", "updated_at": "timestamp_ntz"},
+                        "public.customers": {"created_at": "timestamp", "avatar": "binary"}}}
+    assert FMT["avro"].user_options(tmp_path, {})["schema_registry"].endswith("schemas/debezium-avro")
+    msgs = read(plain_out, "json-noschema")
+    assert all(m.value_schema is None and m.key_schema is None for m in msgs)
+
+
+def test_truth_projection_declares_what_the_formats_carry():
+    customers, order_lines = build_tables(2)
+    for f in FORMATS:
+        assert f.carries_truncate and f.carries_added_column
+        assert f.truth_kind("mysql", order_lines.col("updated_at")) == "timestamp_ntz"
+        assert f.truth_kind("postgresql", customers.col("created_at")) == "timestamp"
+        assert f.truth_kind("oracle", customers.col("balance")) == "decimal"
+    assert FMT["json"].vendor_type(order_lines, order_lines.col("unit_price")).endswith("(precision=10,scale=4)")
+    assert FMT["json-noschema"].vendor_type(order_lines, order_lines.col("unit_price")) == "string"
+
+
+def test_same_history_gives_byte_identical_files(tmp_path, history):
+    def digest(root: Path) -> str:
+        h = hashlib.sha256()
+        for p in sorted(root.rglob("*")):
+            if p.is_file():
+                h.update(p.relative_to(root).as_posix().encode() + p.read_bytes())
+        return h.hexdigest()
+
+    quirks = frozenset({"heartbeats", "duplicates", "out_of_order", "connector_restart", "toast"})
+    for n in (1, 2):
+        for folder in FMT:
+            run(tmp_path / str(n), folder, quirks, history=history)
+    assert digest(tmp_path / "1") == digest(tmp_path / "2")
