@@ -504,7 +504,7 @@ class DebeziumEncoder:
         }
         rec = _Rec(PREFIX["mysql"], 0, SCHEMA_CHANGE_KEY, {"databaseName": DATABASE}, SCHEMA_CHANGE_VALUE, value,
                    ms=ts_us // 1000 + 95)
-        self._send(rec, ts_us)
+        self._send(rec, ts_us, barrier=True)  # the schema history is never reordered
 
     # -- envelopes -----------------------------------------------------------------------------------------
     def _source(self, t: TableDef, ts_us: int, seq: int, snapshot: str = "false",
@@ -578,7 +578,7 @@ class DebeziumEncoder:
             conn.recent.append([rec])
         self._send(rec, when_us)
 
-    def _send(self, rec: _Rec, when_us: int) -> None:
+    def _send(self, rec: _Rec, when_us: int, barrier: bool = False) -> None:
         value = rec.value
         ms = rec.ms or when_us // 1000
         if rec.envelope and value is not None:
@@ -586,7 +586,8 @@ class DebeziumEncoder:
             ms = when_us // 1000
         key = None if rec.key is None else self._serialize(rec.topic, "key", rec.key_schema, rec.key)
         body = None if value is None else self._serialize(rec.topic, "value", rec.value_schema, value)
-        self._lane(rec.topic, rec.partition).put((rec.topic, rec.partition, key, body, rec.headers, ms))
+        self._lane(rec.topic, rec.partition).put((rec.topic, rec.partition, key, body, rec.headers, ms),
+                                                 barrier=barrier)
 
     def _serialize(self, topic: str, part: str, s: dict[str, Any] | None, v: dict[str, Any]) -> bytes:
         assert s is not None
