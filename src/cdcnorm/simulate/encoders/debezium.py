@@ -272,6 +272,7 @@ class _Connector:
         self.gtid_no = 1000
         self.last_commit_lsn: int | None = None
         self.next_beat_us = 0
+        self.last_us = 0
         self.since_restart = 0
         self.recent: deque[list[_Rec]] = deque(maxlen=RESTART_TXS)
 
@@ -358,6 +359,7 @@ class DebeziumEncoder:
     def change(self, ev: Event) -> None:
         t = self.defs[ev.table]
         conn = self.connectors[connector_of(t)]
+        conn.last_us = ev.ts_us
         self._heartbeat(conn, ev.ts_us)
         if ev.kind == "DDL":
             self.current[t.index] = ev.version
@@ -647,7 +649,7 @@ class DebeziumEncoder:
             self._snapshot()
         for c in self.connectors.values():
             if c.tx is not None:
-                self._end(c, c.next_beat_us)
+                self._end(c, c.last_us)
         for lane in self.lanes.values():
             lane.close()
         for rot in self.rotators.values():
