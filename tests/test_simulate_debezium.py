@@ -218,6 +218,44 @@ def test_single_events_carry_the_history_rows(folder, plain_out, history):
             assert before["name"] == "" and before["active"] is False and before["balance"] == Decimal("0.00")
 
 
+@pytest.mark.parametrize("folder", list(FMT))
+def test_every_change_of_the_history_is_its_data_event(folder, plain_out, history):
+    """Each row change is one event (a key change two) of its op, key and commit time, whose images are the
+    history's rows: MySQL full before images, PostgreSQL REPLICA IDENTITY FULL ones, DEFAULT ones absent on `u`
+    and the key on `d`."""
+    msgs = read(plain_out, folder)
+    checked = Counter()
+    for ev in history:
+        t = history.defs[ev.table]
+        if ev.kind not in ("INSERT", "UPDATE", "DELETE"):
+            continue
+        conn = "mysql" if t.flavour == "mysql" else "postgresql"
+        full = conn == "mysql" or t.template != "customers"
+
+        def rows(row: dict | None, t=t, conn=conn, version=ev.version) -> dict | None:
+            return None if row is None else {c.name: expected(c, conn, row.get(c.name)) for c in t.columns_at(version)}
+
+        def key(row: dict, t=t) -> dict | None:
+            return {k: row[k] for k in t.primary_key} or None
+
+        if ev.kind == "INSERT" or ev.key_change:
+            got = [row_of(history, m, "after") for m in _find(msgs, t, "c", key(ev.after), ev)]
+            assert rows(ev.after) in got
+        if ev.kind == "DELETE" or ev.key_change:
+            found = _find(msgs, t, "d", key(ev.before), ev)
+            befores = [row_of(history, m, "before") for m in found]
+            if full:
+                assert rows(ev.before) in befores
+            else:
+                assert any({k: b[k] for k in t.primary_key} == key(ev.before) for b in befores)
+        if ev.kind == "UPDATE" and not ev.key_change:
+            found = [(row_of(history, m, "before"), row_of(history, m, "after"))
+                     for m in _find(msgs, t, "u", key(ev.after), ev)]
+            assert (rows(ev.before) if full else None, rows(ev.after)) in found
+        checked[(conn, ev.kind, ev.key_change)] += 1
+    assert len(checked) == 8  # insert, update, delete and key change on both connectors
+
+
 def test_decimals_decode_exactly_from_base64_with_the_scale(plain_out, history):
     msgs = data_events(read(plain_out, "json"))
     values = {}
