@@ -174,8 +174,13 @@ class Registry:
         self.texts: dict[int, str] = {}
         self.subjects: dict[str, list[int]] = {}
         self.parsed: dict[int, Any] = {}
+        self.known: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
 
     def register(self, subject: str, connect: dict[str, Any]) -> int:
+        """The schema's id under `subject`, registering it (and the subject's new version) when new."""
+        hit = self.known.get((subject, id(connect)))
+        if hit is not None and hit[1] is connect:
+            return hit[0]
         text = json.dumps(avro_schema(connect), separators=(",", ":"))
         sid = self.ids.get(text)
         if sid is None:
@@ -186,6 +191,7 @@ class Registry:
         versions = self.subjects.setdefault(subject, [])
         if sid not in versions:
             versions.append(sid)
+        self.known[(subject, id(connect))] = (sid, connect)  # the schema is kept: its id stays its own
         return sid
 
     def encode(self, subject: str, connect: dict[str, Any], value: Any) -> bytes:
