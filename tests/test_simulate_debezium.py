@@ -169,6 +169,43 @@ def test_topics_connectors_and_sources(plain_out):
         assert m.ts == m.value["ts_ms"]
 
 
+def _conforms(schema: dict, v, where: str) -> None:
+    """A JsonConverter value against its schema: required fields present, every type as the schema says."""
+    if v is None:
+        assert schema["optional"], f"{where}: null in a required {schema['type']}"
+        return
+    t = schema["type"]
+    if t == "struct":
+        assert isinstance(v, dict) and list(v) == [f["field"] for f in schema["fields"]], where
+        for f in schema["fields"]:
+            _conforms(f, v[f["field"]], f"{where}.{f['field']}")
+    elif t == "array":
+        assert isinstance(v, list), where
+        for i, x in enumerate(v):
+            _conforms(schema["items"], x, f"{where}[{i}]")
+    elif t in ("int32", "int64"):
+        bits = 31 if t == "int32" else 63
+        assert type(v) is int and -(2**bits) <= v < 2**bits, where
+    elif t == "float64":
+        assert isinstance(v, Decimal), where  # a JSON number with a fraction
+    elif t == "bytes":
+        assert isinstance(v, str) and base64.b64encode(base64.b64decode(v)).decode() == v, where
+    else:
+        assert type(v) is {"string": str, "boolean": bool}[t], where
+
+
+def test_json_values_conform_to_their_schemas(plain_out, quirky_out):
+    n = 0
+    for out in (plain_out, quirky_out[0]):
+        for m in read(out, "json"):
+            if m.key is not None:
+                _conforms(m.key_schema, m.key, f"{m.topic} key")
+            if m.value is not None:
+                _conforms(m.value_schema, m.value, f"{m.topic}@{m.offset}")
+                n += 1
+    assert n > 1000
+
+
 def _first(history: History, kind: str, flavour: str, key_change: bool = False) -> tuple[TableDef, Event]:
     for ev in history:
         t = history.defs[ev.table]
