@@ -21,12 +21,12 @@ from cdcnorm.adapters import get_adapter
 from cdcnorm.adapters.base import MessageMeta
 from cdcnorm.adapters.datahub import DataHubAdapter
 from cdcnorm.adapters.datahub.blob_values import blob_value
-from cdcnorm.adapters.ddl import apply_changes, parse_ddl
 from cdcnorm.adapters.datahub.files import looks_like_record
 from cdcnorm.adapters.datahub.options import path_hints
 from cdcnorm.adapters.datahub.pairing import pair_id
 from cdcnorm.adapters.datahub.tuple_topic import convert, execute_time, parse_tuple_schema
 from cdcnorm.adapters.datahub.vocabulary import source_db_of
+from cdcnorm.adapters.ddl import apply_changes, parse_ddl
 from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.containers import Record, Source, loads_wide_ints
 from cdcnorm.containers.json_records import JsonRecords

@@ -24,6 +24,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
+import debezium_kafka
 from cdcnorm.simulate import (
     KNOWN_QUIRKS,
     QUIRKS,
@@ -890,10 +891,27 @@ def _replay_tuple(out: Path) -> dict:
     return _result(state)
 
 
+def _replay_debezium(fmt: str):
+    """Kafka records of both connectors (`tests/debezium_kafka.py`); the schemaless format is typed by the
+    column types its user declares (the format's `user_options`)."""
+    def run(out: Path) -> dict:
+        from cdcnorm.simulate.encoders.debezium import FORMATS as DEBEZIUM
+
+        declared = None
+        if fmt == "json-noschema":
+            info = Manifest.load(out).vendor_formats["debezium-json-noschema"]
+            declared = next(f for f in DEBEZIUM if f.folder == fmt).user_options(out, info)["column_types"]
+        state = debezium_kafka.replay(debezium_kafka.read(out, fmt), declared)
+        return {t: list(rows.values()) for t, rows in state.items()}
+    return run
+
+
 REPLAY = {
     "datastream-json": _replay_datastream("json"), "datastream-avro": _replay_datastream("avro"),
     "replicate-json": _replay_replicate("json"), "replicate-avro": _replay_replicate("avro"),
     "replicate-capture": _replay_replicate("capture"),
     "datahub-blob": _replay_datahub_blob("blob"), "datahub-concat": _replay_datahub_blob("concat"),
     "datahub-tuple": _replay_tuple,
+    "debezium-json": _replay_debezium("json"), "debezium-json-noschema": _replay_debezium("json-noschema"),
+    "debezium-avro": _replay_debezium("avro"),
 }

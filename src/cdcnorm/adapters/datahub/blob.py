@@ -25,7 +25,6 @@ from cdcnorm.adapters.datahub.blob_values import (
     typed_image,
 )
 from cdcnorm.adapters.datahub.changes import Base, SchemaVersions, dml_change, event_change, whole_update
-from cdcnorm.adapters.ddl import apply_changes, parse_ddl
 from cdcnorm.adapters.datahub.options import Where
 from cdcnorm.adapters.datahub.scalars import is_unset
 from cdcnorm.adapters.datahub.scalars import text_or_none as _text
@@ -37,6 +36,7 @@ from cdcnorm.adapters.datahub.vocabulary import (
     MYSQL_FAMILY,
     source_db_of,
 )
+from cdcnorm.adapters.ddl import apply_changes, parse_ddl
 from cdcnorm.canonical.memo import Memo
 from cdcnorm.errors import DecodeError
 
