@@ -107,7 +107,7 @@ ALL_HISTORY = {"tables": 3, "rows": 20, "changes": 300, "seed": 12, "rotate": 40
 
 @pytest.mark.slow
 def test_every_format_killed_twenty_times_while_files_land(spark, tmp_path):
-    """One process follows the eight formats (a query each, stream `e2e-<format>`, one lake); it is killed 20
+    """One process follows every format (a query each, stream `e2e-<format>`, one lake); it is killed 20
     times while the feeder lands the ~110 files; the restart after the last kill runs in-process."""
     plan = prepare(tmp_path / "sim", ["all"], **ALL_HISTORY)
     manifest = plan.manifest

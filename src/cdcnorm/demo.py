@@ -17,7 +17,7 @@ from rich.table import Table
 
 from cdcnorm.cli.output import console
 
-OLD, NEW = "replicate", "datastream"
+OLD, NEW = "replicate", "debezium"
 """The migration step: from OLD to NEW, each in its first simulated vendor format."""
 
 
