@@ -515,7 +515,8 @@ def _datastream_us(e: dict) -> int:
 
 def _records(path: Path, vf: str) -> list:
     """A file's records in the form a redelivery keeps: the bytes where the vendor redelivers byte-identical
-    records; Datastream without `uuid` and `read_timestamp` (per file / per read); Capture the `Body`."""
+    records; Datastream without `uuid` and `read_timestamp` (per file / per read); Capture the `Body`; Debezium's
+    Kafka records without their offset and broker time."""
     if vf.startswith("datastream"):
         if vf.endswith("avro"):
             recs = list(fastavro.reader(path.open("rb")))
@@ -524,6 +525,11 @@ def _records(path: Path, vf: str) -> list:
             recs = [json.loads(line) for line in raw.splitlines()]
         return [json.dumps({k: v for k, v in r.items() if k not in ("uuid", "read_timestamp")}, default=str,
                            sort_keys=True) for r in recs]
+    if vf.startswith("debezium"):  # a Kafka record redelivered: another offset and broker time, the same message
+        recs = (list(fastavro.reader(path.open("rb"))) if vf.endswith("avro")
+                else [json.loads(line) for line in path.read_bytes().splitlines()])
+        return [repr(sorted((k, v) for k, v in r.items() if k not in ("offset", "ts", "timestamp", "broker")))
+                for r in recs]
     if vf == "replicate-capture":
         return [r["Body"] for r in fastavro.reader(path.open("rb"))]
     if vf == "replicate-avro":
