@@ -43,6 +43,7 @@ from cdcnorm.adapters.debezium.files import (
 )
 from cdcnorm.adapters.debezium.keys import Key, option_keys, parse_key, per_table
 from cdcnorm.adapters.debezium.options import DebeziumOptions
+from cdcnorm.adapters.debezium.positions import connector_of
 from cdcnorm.adapters.debezium.spec import SPEC
 from cdcnorm.adapters.debezium.values import Modes, unavailable_checker
 from cdcnorm.adapters.replicate.catalog import load_registry, parse_avro_schema
@@ -262,7 +263,7 @@ class DebeziumAdapter(Adapter):
     def _data(self, msg: Message, fmt: str, key: Any, headers: Any, out: BatchBuilder) -> None:
         p = msg.payload
         src = p["source"]
-        connector = str(src.get("connector")).lower()
+        connector = connector_of(src) or ""
         names = table_of(connector, src)
         row = self._row_type(msg, names)
         header_names = frozenset(h[0] for h in headers or () if h and h[0]) if headers else frozenset()

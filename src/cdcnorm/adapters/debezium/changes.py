@@ -100,7 +100,7 @@ def data_change(ev: Event) -> Change:
     """The canonical row of one data event (op c, r, u, d, t)."""
     p = ev.payload
     src = p["source"]
-    connector = str(src["connector"]).lower()
+    connector = positions.connector_of(src) or ""
     vendor_op = p.get("op")
     op = canonical_op(vendor_op, src)
     database, schema, table = table_of(connector, src)
