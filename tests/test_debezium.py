@@ -300,6 +300,8 @@ def test_key_change_without_headers_is_linked_by_position(spark):
     linked = [k for k, flags in got.items() if "key_change" in (flags or [])]
     assert sorted(linked) == ['DELETE["53195900", "53196000"]', 'INSERT["53195900", "53196000"]']
     assert len(got) == 4
+    off = normalize(df, "debezium", spark=spark, options={"link_key_changes": False}).changes.collect()
+    assert not [r for r in off if "key_change" in (r["flags"] or [])]
 
 
 def test_truncate_and_other_connectors():

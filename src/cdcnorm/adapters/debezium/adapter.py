@@ -195,6 +195,8 @@ class DebeziumAdapter(Adapter):
         """A DELETE and an INSERT of one table at one log position are the two halves of a primary-key change
         (Debezium emits an update of the key that way): both are flagged `key_change`. With the
         `__debezium.newkey` / `oldkey` headers the decoder flagged them already."""
+        if not self.options.link_key_changes:
+            return changes
         pairs = (changes.where(F.col(B.PAIR).isNotNull()).groupBy(F.col(B.PAIR).alias("_kc_pair"))
                  .agg((F.size(F.collect_set(B.PAIR_ROLE)) > 1).alias("_kc_both")))
         joined = changes.join(pairs, F.col(B.PAIR) == F.col("_kc_pair"), "left")
@@ -268,7 +270,7 @@ class DebeziumAdapter(Adapter):
         row = self._row_type(msg, names)
         header_names = frozenset(h[0] for h in headers or () if h and h[0]) if headers else frozenset()
         ev = Event(p, fmt, self.stream_name(src.get("name"), VENDOR), row, self._key(key), header_names,
-                   option_keys(self.options.keys, names), self._unavailable)
+                   option_keys(self.options.keys, names), self._unavailable, self.options.link_key_changes)
         change = data_change(ev)
         out.change(change)
         if row.typed and row.columns:
