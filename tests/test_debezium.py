@@ -363,3 +363,12 @@ def test_avro_file_of_kafka_records_is_its_messages(pg):
     assert [(r["origin"]["partition"], r["origin"]["offset"]) for r in changes(rows)][:3] == [
         ("0", "0"), ("0", "1"), ("0", "0")]  # the transaction topic's own offsets
     assert [r["op"] for r in changes(rows) if "key_change" in r["flags"]] == ["DELETE", "INSERT"]
+
+
+def test_protobuf_console_output_is_refused():
+    ev = {"before": "", "after": {"id": "1"}, "source": {"version": "1.7.1.Final", "connector": "mysql",
+                                                        "name": "dbserver1", "tsMs": "1639483000000",
+                                                        "serverId": "223344", "file": "mysql-bin.000003",
+                                                        "pos": "1234"}, "op": "c", "tsMs": "1639483000100"}
+    rows = decode(orjson.dumps(ev))
+    assert outcomes(rows) == [("quarantine", "unsupported_format")] and "ProtobufConverter" in rows[0]["_message"]

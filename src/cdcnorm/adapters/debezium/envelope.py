@@ -125,6 +125,12 @@ def classify(payload: Any, schema: dict[str, Any] | None, topic: str | None) -> 
     name = (schema or {}).get("name") or ""
     source = payload.get("source")
     if "op" in payload and isinstance(source, dict):
+        if "tsMs" in source or "serverId" in source or "tsMs" in payload:
+            raise DecodeError(
+                "unsupported_format",
+                "ProtobufConverter output printed as JSON (camelCase `tsMs` / `serverId`, 64-bit numbers as text, "
+                "\"\" for null) is not a dump cdcnorm reads: use the JSON or Avro converter",
+            )
         if connector_of(source) is None or source.get("version") is None:
             raise DecodeError("bad_event", "the event's `source` block names no `connector` and `version`: "
                                            "not a Debezium change event")
