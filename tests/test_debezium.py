@@ -27,6 +27,7 @@ SQLSERVER = SAMPLES / "sqlserver" / "server1.jsonl"
 AVRO = SAMPLES / "sink" / "topics" / "pgavro.public.items" / "partition=0" / "pgavro.public.items+0+0000000000.avro"
 FRAMED = SAMPLES / "confluent" / "pgavro.public.items-0-5.bin"
 FLAT = SAMPLES / "malformed" / "flattened.jsonl"
+SPARK_DUMP = SAMPLES / "spark-kafka" / "pg.avro"
 OPTIONS = {"keys": {"testDB.dbo.items": ["id"]},
            "schema_registry": str(SAMPLES / "registry"), "decimal_handling": "string",
            "column_types": {"public.orders": {"amount": "decimal(10,2)"}}}
@@ -300,6 +301,8 @@ def test_key_change_without_headers_is_linked_by_position(spark):
     linked = [k for k, flags in got.items() if "key_change" in (flags or [])]
     assert sorted(linked) == ['DELETE["53195900", "53196000"]', 'INSERT["53195900", "53196000"]']
     assert len(got) == 4
+    off = normalize(df, "debezium", spark=spark, options={"link_key_changes": False}).changes.collect()
+    assert not [r for r in off if "key_change" in (r["flags"] or [])]
 
 
 def test_truncate_and_other_connectors():
@@ -351,3 +354,21 @@ def test_mongodb_legacy_oplog_filter_and_patch():
              "op": "u", "ts_ms": 1718486400200}
     rows = decode(orjson.dumps(patch))
     assert outcomes(rows) == [("quarantine", "unsupported_format")] and "change streams" in rows[0]["_message"]
+
+
+def test_avro_file_of_kafka_records_is_its_messages(pg):
+    rows = read(SPARK_DUMP)
+    assert outcomes(rows) == outcomes(pg)
+    assert [r["event_id"] for r in changes(rows)] == [r["event_id"] for r in changes(pg)]
+    assert [(r["origin"]["partition"], r["origin"]["offset"]) for r in changes(rows)][:3] == [
+        ("0", "0"), ("0", "1"), ("0", "0")]  # the transaction topic's own offsets
+    assert [r["op"] for r in changes(rows) if "key_change" in r["flags"]] == ["DELETE", "INSERT"]
+
+
+def test_protobuf_console_output_is_refused():
+    ev = {"before": "", "after": {"id": "1"}, "source": {"version": "1.7.1.Final", "connector": "mysql",
+                                                        "name": "dbserver1", "tsMs": "1639483000000",
+                                                        "serverId": "223344", "file": "mysql-bin.000003",
+                                                        "pos": "1234"}, "op": "c", "tsMs": "1639483000100"}
+    rows = decode(orjson.dumps(ev))
+    assert outcomes(rows) == [("quarantine", "unsupported_format")] and "ProtobufConverter" in rows[0]["_message"]

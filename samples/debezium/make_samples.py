@@ -256,6 +256,28 @@ def framed(schema_id: int, schema, record) -> bytes:
     return b"\x00" + schema_id.to_bytes(4, "big") + buf.getvalue()
 
 
+KAFKA_RECORD = {"type": "record", "name": "topLevelRecord", "fields": [
+    {"name": "key", "type": ["bytes", "null"]}, {"name": "value", "type": ["bytes", "null"]},
+    {"name": "topic", "type": ["string", "null"]}, {"name": "partition", "type": ["int", "null"]},
+    {"name": "offset", "type": ["long", "null"]},
+    {"name": "headers", "type": [{"type": "array", "items": {"type": "record", "name": "headers", "fields": [
+        {"name": "key", "type": ["string", "null"]}, {"name": "value", "type": ["bytes", "null"]}]}}, "null"]}]}
+"""A Kafka record as Spark's Kafka source reads it (`includeHeaders`), saved by Spark's Avro writer."""
+
+
+def kafka_records() -> list[dict]:
+    """The PostgreSQL kcat lines as Kafka records: key and value bytes, topic, partition, offset, headers."""
+    records = []
+    for line in pg_lines():
+        d = json.loads(line)
+        h = d["headers"]
+        headers = [{"key": h[i], "value": h[i + 1].encode()} for i in range(0, len(h), 2)]
+        records.append({"key": None if d["key"] is None else d["key"].encode(),
+                        "value": None if d["payload"] is None else d["payload"].encode(), "topic": d["topic"],
+                        "partition": d["partition"], "offset": d["offset"], "headers": headers})
+    return records
+
+
 def main() -> None:
     sink = HERE / "sink" / "topics"
     f = sink / "dbserver1.inventory.customers" / "partition=0" / "dbserver1.inventory.customers+0+0000000000.json"
@@ -284,6 +306,10 @@ def main() -> None:
            "after": {"id": 1, "price": Decimal("10.01"), "seen": 1718492100000000}, "source": avro_src(1200),
            "op": "u", "ts_ms": 1718492100100}
     (conf / "pgavro.public.items-0-5.bin").write_bytes(framed(1, AVRO_ENVELOPE, upd))
+    spark_dump = HERE / "spark-kafka" / "pg.avro"
+    spark_dump.parent.mkdir(exist_ok=True)
+    with open(spark_dump, "wb") as fh:
+        fastavro.writer(fh, fastavro.parse_schema(KAFKA_RECORD), kafka_records(), codec="null", sync_marker=b"K" * 16)
     (HERE / "malformed").mkdir(exist_ok=True)
     (HERE / "malformed" / "flattened.jsonl").write_text(dump({"id": 5, "name": "flat", "__op": "c", "__table":
                                                               "customers", "__deleted": "false"}) + "\n")

@@ -43,6 +43,7 @@ from cdcnorm.adapters.debezium.files import (
 )
 from cdcnorm.adapters.debezium.keys import Key, option_keys, parse_key, per_table
 from cdcnorm.adapters.debezium.options import DebeziumOptions
+from cdcnorm.adapters.debezium.positions import connector_of
 from cdcnorm.adapters.debezium.spec import SPEC
 from cdcnorm.adapters.debezium.values import Modes, unavailable_checker
 from cdcnorm.adapters.replicate.catalog import load_registry, parse_avro_schema
@@ -194,6 +195,8 @@ class DebeziumAdapter(Adapter):
         """A DELETE and an INSERT of one table at one log position are the two halves of a primary-key change
         (Debezium emits an update of the key that way): both are flagged `key_change`. With the
         `__debezium.newkey` / `oldkey` headers the decoder flagged them already."""
+        if not self.options.link_key_changes:
+            return changes
         pairs = (changes.where(F.col(B.PAIR).isNotNull()).groupBy(F.col(B.PAIR).alias("_kc_pair"))
                  .agg((F.size(F.collect_set(B.PAIR_ROLE)) > 1).alias("_kc_both")))
         joined = changes.join(pairs, F.col(B.PAIR) == F.col("_kc_pair"), "left")
@@ -262,12 +265,12 @@ class DebeziumAdapter(Adapter):
     def _data(self, msg: Message, fmt: str, key: Any, headers: Any, out: BatchBuilder) -> None:
         p = msg.payload
         src = p["source"]
-        connector = str(src.get("connector")).lower()
+        connector = connector_of(src) or ""
         names = table_of(connector, src)
         row = self._row_type(msg, names)
         header_names = frozenset(h[0] for h in headers or () if h and h[0]) if headers else frozenset()
         ev = Event(p, fmt, self.stream_name(src.get("name"), VENDOR), row, self._key(key), header_names,
-                   option_keys(self.options.keys, names), self._unavailable)
+                   option_keys(self.options.keys, names), self._unavailable, self.options.link_key_changes)
         change = data_change(ev)
         out.change(change)
         if row.typed and row.columns:

@@ -36,6 +36,7 @@ class Event:
     headers: frozenset[str]
     option_pks: list[str] | None = None
     unavailable: Callable[[Any], bool] = is_unavailable
+    link_by_position: bool = True
 
 
 def is_snapshot(src: dict[str, Any]) -> bool:
@@ -100,7 +101,7 @@ def data_change(ev: Event) -> Change:
     """The canonical row of one data event (op c, r, u, d, t)."""
     p = ev.payload
     src = p["source"]
-    connector = str(src["connector"]).lower()
+    connector = positions.connector_of(src) or ""
     vendor_op = p.get("op")
     op = canonical_op(vendor_op, src)
     database, schema, table = table_of(connector, src)
@@ -139,7 +140,7 @@ def data_change(ev: Event) -> Change:
             and not miss_b and set(before) == set(after):
         changed = [k for k in after if after[k] != before[k]]
     pair = role = None
-    if op in ("DELETE", "INSERT") and pos.ident is not None and "key_change" not in flags:
+    if ev.link_by_position and op in ("DELETE", "INSERT") and pos.ident is not None and "key_change" not in flags:
         # without the key headers, a key change is a delete and a create at one position (post_process)
         pair, role = "\x1f".join(map(str, (ev.stream, database, schema, table, pos.text))), op.lower()
     return Change(

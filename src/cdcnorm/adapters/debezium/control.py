@@ -112,7 +112,7 @@ def schema_change(payload: dict[str, Any], fmt: str, stream: str) -> tuple[list[
     """A schema-change topic event -> one DDL row per changed table (structured columns from `tableChanges`)
     and the schema version each table change describes."""
     src = payload.get("source") if isinstance(payload.get("source"), dict) else {}
-    connector = str(src.get("connector") or "").lower()
+    connector = positions.connector_of(src) or ""
     source_db = SOURCE_DB.get(connector, connector or None)
     ddl = payload.get("ddl") or None
     info = parse_ddl(ddl, source_db)

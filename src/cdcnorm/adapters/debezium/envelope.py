@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from cdcnorm.adapters.debezium.positions import connector_of
 from cdcnorm.containers import loads_exact
 from cdcnorm.errors import DecodeError
 
@@ -124,7 +125,13 @@ def classify(payload: Any, schema: dict[str, Any] | None, topic: str | None) -> 
     name = (schema or {}).get("name") or ""
     source = payload.get("source")
     if "op" in payload and isinstance(source, dict):
-        if not (isinstance(source.get("connector"), str) and source.get("version") is not None):
+        if "tsMs" in source or "serverId" in source or "tsMs" in payload:
+            raise DecodeError(
+                "unsupported_format",
+                "ProtobufConverter output printed as JSON (camelCase `tsMs` / `serverId`, 64-bit numbers as text, "
+                "\"\" for null) is not a dump cdcnorm reads: use the JSON or Avro converter",
+            )
+        if connector_of(source) is None or source.get("version") is None:
             raise DecodeError("bad_event", "the event's `source` block names no `connector` and `version`: "
                                            "not a Debezium change event")
         if _avro_json(payload):

@@ -3,8 +3,9 @@
 Supported: JSON lines (or pretty-printed / concatenated objects, or an array) of message values, with or
 without schemas; `kcat -J` lines (`{"topic", "partition", "offset", "key", "payload", "headers", ...}`, the
 value as text); Kafka Connect S3 / GCS sink output (JSON lines, or Avro container files of envelope records),
-whose `topics/<topic>/partition=<p>/<topic>+<p>+<offset>` path names the topic; one Confluent-framed Avro
-message per file (`0x00` + schema id). Anything else is refused with the reason (`unknown_format`).
+whose `topics/<topic>/partition=<p>/<topic>+<p>+<offset>` path names the topic, with its optional key files;
+Avro files of Kafka records as Spark's Kafka source reads them; one Confluent-framed Avro message per file
+(`0x00` + schema id). Anything else is refused with the reason (`unknown_format`).
 """
 
 from __future__ import annotations

@@ -27,3 +27,7 @@ class DebeziumOptions(AdapterOptions):
     """JsonConverter's `decimal.format`: `numeric` writes Decimal fields as JSON numbers."""
     unavailable_placeholder: str = "__debezium_unavailable_value"
     """The connector's `unavailable.value.placeholder` (unchanged TOASTed / LOB values; `hex:` for bytes)."""
+    link_key_changes: bool = True
+    """Link a delete and a create of one table at one log position as a primary-key change when no
+    `__debezium.oldkey` / `newkey` headers say so (one grouping over the run's inserts and deletes); off for
+    inputs that always carry the headers."""

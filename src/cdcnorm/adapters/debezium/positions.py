@@ -143,12 +143,30 @@ def position(connector: str, src: dict[str, Any]) -> Position:
 
 
 def source_time(src: dict[str, Any]) -> dt.datetime | None:
-    """When the change happened at the source: `ts_ns` / `ts_us` (microseconds kept) else `ts_ms`; 0 is unknown."""
-    for name, per_us in (("ts_us", 1), ("ts_ns", 1000), ("ts_ms", None)):
+    """When the change happened at the source: `ts_ns` / `ts_us` (microseconds kept) else `ts_ms` (0.x MySQL:
+    `ts_sec`); 0, negative and out-of-range times are unknown."""
+    for name, micros_per in (("ts_us", 1), ("ts_ns", -1000), ("ts_ms", 1000), ("ts_sec", 1_000_000)):
         v = _int(src.get(name))
         if v and v > 0:
-            micros = v * 1000 if per_us is None else v // per_us
-            return _EPOCH + dt.timedelta(microseconds=micros)
+            try:
+                return _EPOCH + dt.timedelta(microseconds=v // -micros_per if micros_per < 0 else v * micros_per)
+            except OverflowError:
+                return None
+    return None
+
+
+_CONNECTOR_FIELDS = (("file", "mysql"), ("change_lsn", "sqlserver"), ("scn", "oracle"), ("lsn", "postgresql"),
+                     ("ord", "mongodb"))
+
+
+def connector_of(src: dict[str, Any]) -> str | None:
+    """`source.connector`; 0.x events have none: the connector whose position fields the block holds."""
+    name = src.get("connector")
+    if isinstance(name, str) and name:
+        return name.lower()
+    for field, connector in _CONNECTOR_FIELDS:
+        if field in src:
+            return connector
     return None
 
 
