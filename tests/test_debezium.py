@@ -372,3 +372,19 @@ def test_protobuf_console_output_is_refused():
                                                         "pos": "1234"}, "op": "c", "tsMs": "1639483000100"}
     rows = decode(orjson.dumps(ev))
     assert outcomes(rows) == [("quarantine", "unsupported_format")] and "ProtobufConverter" in rows[0]["_message"]
+
+
+def test_a_sink_folder_of_a_kafka_internal_topic_is_listed_and_markers_are_not(spark, tmp_path):
+    """Kafka Connect sinks name folders and objects after the topic: Debezium's heartbeat topic
+    (`__debezium-heartbeat.<prefix>`) is input; Hadoop's one-underscore markers are not."""
+    from cdcnorm.runtime.fs import list_files
+
+    beat = tmp_path / "topics" / "__debezium-heartbeat.shop" / "partition=0"
+    beat.mkdir(parents=True)
+    (beat / "__debezium-heartbeat.shop+0+0000000000.json").write_text('{"ts_ms": 1718486007000}\n')
+    (beat / "_SUCCESS").write_text("x")
+    (tmp_path / "topics" / "_temporary" / "0").mkdir(parents=True)
+    (tmp_path / "topics" / "_temporary" / "0" / "part").write_text("x")
+    files, skipped = list_files(spark, [str(tmp_path)])
+    assert [f.path.rsplit("/", 1)[-1] for f in files] == ["__debezium-heartbeat.shop+0+0000000000.json"]
+    assert skipped == {"hidden_file": 1}

@@ -70,12 +70,20 @@ def local_path(path: str) -> str:
     return urlparse(path).path if path.startswith("file:") else path
 
 
+def hidden_name(name: str) -> bool:
+    """A file or folder name that is metadata, not input: `.`-prefixed names, and `_`-prefixed ones (Hadoop and
+    Spark markers: `_SUCCESS`, `_temporary`, `_delta_log`, `_spark_metadata`) except those that begin with two
+    underscores: Kafka's internal topics (`__debezium-heartbeat.<prefix>`) keep that name in a sink's
+    `topics/<topic>/` folders and `<topic>+<partition>+<offset>` objects, and their records are input."""
+    return name.startswith(".") or (name.startswith("_") and not name.startswith("__"))
+
+
 def skip_reason(name: str, size: int) -> str | None:
     """Why an object is not an input file, or None: zero-byte objects and folder markers are skipped."""
     base = name.rstrip("/").rsplit("/", 1)[-1]
     if name.endswith("/"):
         return "folder_marker"
-    if base.startswith((".", "_")) or base.endswith(".crc"):
+    if hidden_name(base) or base.endswith(".crc"):
         return "hidden_file"
     if size == 0:
         return "zero_byte_object"
@@ -111,7 +119,7 @@ def _list_local(path: str) -> list[FileEntry]:
         return [_local_entry(p)]
     out = []
     for root, dirs, names in os.walk(p):
-        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        dirs[:] = sorted(d for d in dirs if not hidden_name(d))
         for n in sorted(names):
             out.append(_local_entry(os.path.join(root, n)))
         if not names and not dirs:

@@ -30,7 +30,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from cdcnorm.errors import UsageError
-from cdcnorm.runtime.fs import FileId, file_identity, is_local, local_path, skip_reason
+from cdcnorm.runtime.fs import FileId, file_identity, hidden_name, is_local, local_path, skip_reason
 
 NAME = "cdcnorm_paths"
 SCHEMA = "path string, size long, mtime timestamp"
@@ -113,7 +113,7 @@ class Manifest:
 
 def list_inputs(inputs: list[str]) -> list[Seen]:
     """Input files under the given local files or folders (recursively), with the skip rules of
-    cdcnorm.runtime.fs.list_files: hidden files and folders, `_`-prefixed names, zero-byte objects."""
+    cdcnorm.runtime.fs.list_files: hidden files and folders (cdcnorm.runtime.fs.hidden_name), zero-byte objects."""
     out: list[Seen] = []
     for raw in inputs:
         if not is_local(raw):
@@ -124,7 +124,7 @@ def list_inputs(inputs: list[str]) -> list[Seen]:
         else:
             candidates = []
             for root, dirs, names in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+                dirs[:] = sorted(d for d in dirs if not hidden_name(d))
                 candidates.extend(os.path.abspath(os.path.join(root, n)) for n in sorted(names))
         for path in candidates:
             try:

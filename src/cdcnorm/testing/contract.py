@@ -21,6 +21,7 @@ from cdcnorm.adapters import adapter_class, get_adapter, names, spec
 from cdcnorm.canonical.emit import KIND_CHANGE
 from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.schema import COLUMNS, ERROR_CLASSES, FLAGS, OPS, canonical_schema
+from cdcnorm.runtime.fs import hidden_name
 
 EMITTER_FLAGS = frozenset({"decimal_as_string"})
 """Flags the canonical emitter adds for any vendor (values VARIANT cannot hold exactly)."""
@@ -182,7 +183,7 @@ def _data_files(inputs: list[str], adapter: Any) -> list[str]:
         paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
         for p in paths:
             rel = p.relative_to(root) if p != root else Path(p.name)
-            if any(part.startswith((".", "_")) for part in rel.parts) or p.stat().st_size == 0:
+            if any(hidden_name(part) for part in rel.parts) or p.stat().st_size == 0:
                 continue
             if adapter.accepts_file(os.fspath(p)):
                 found.append(os.fspath(p))

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from cdcnorm.canonical.durations import interval_str
+
 UTC = dt.UTC
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 _EPOCH_NAIVE = dt.datetime(1970, 1, 1)
@@ -418,27 +420,3 @@ def _timestamp_tz(v: dict, fl: list) -> dt.datetime | str:
 
 def _datetime_record(v: dict, _fl: list) -> dt.datetime:
     return _EPOCH_NAIVE + dt.timedelta(days=v.get("date") or 0, microseconds=v.get("time") or 0)
-
-
-def interval_str(v: dict) -> str:
-    """The unified INTERVAL record {months, hours, micros} -> ISO-8601 duration ('P1Y2MT3H4M5.5S', 'PT0S')."""
-    months, hours, micros = int(v.get("months") or 0), int(v.get("hours") or 0), int(v.get("micros") or 0)
-    out = "P"
-    if months:
-        years, mons = divmod(abs(months), 12)
-        sign = "-" if months < 0 else ""
-        out += (f"{sign}{years}Y" if years else "") + (f"{sign}{mons}M" if mons else "")
-    time = ""
-    if hours:
-        time += f"{hours}H"
-    if micros:
-        sign = "-" if micros < 0 else ""
-        mins, rest = divmod(abs(micros), 60_000_000)
-        if mins:
-            time += f"{sign}{mins}M"
-        if rest:
-            secs = (Decimal(rest) / 1_000_000).normalize()
-            time += f"{sign}{secs:f}S"
-    if time:
-        out += "T" + time
-    return out if out != "P" else "PT0S"
