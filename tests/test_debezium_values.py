@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 from cdcnorm.adapters.debezium import values as V
-from cdcnorm.adapters.debezium.values import Field, Modes
+from cdcnorm.adapters.debezium.fields import DECIMAL, Field, avro_field, connect_field
+from cdcnorm.adapters.debezium.unavailable import TOAST, is_unavailable, unavailable_checker
+from cdcnorm.adapters.debezium.untyped import UNTYPED_FLAG, untyped_decoder
+from cdcnorm.adapters.debezium.values import Modes
 from cdcnorm.errors import DecodeError, UsageError
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "debezium"
@@ -34,7 +37,7 @@ def dec_field(scale: int, precision: int | None = None, name: str = "d") -> Fiel
     params = {"scale": str(scale)}
     if precision is not None:
         params["connect.decimal.precision"] = str(precision)
-    return V.connect_field({"type": "bytes", "optional": True, "name": V.DECIMAL, "parameters": params,
+    return connect_field({"type": "bytes", "optional": True, "name": DECIMAL, "parameters": params,
                             "field": name})
 
 
@@ -44,7 +47,7 @@ def logical(typ: str, name: str | None, params: dict | None = None) -> Field:
         schema["name"] = name
     if params:
         schema["parameters"] = params
-    return V.connect_field(schema)
+    return connect_field(schema)
 
 
 def decode(field: Field, value, modes: Modes = MODES, flags: list | None = None):
@@ -122,7 +125,7 @@ def test_decimal_bad_values():
 
 
 def test_variable_scale_decimal():
-    f = V.connect_field({"type": "struct", "name": "io.debezium.data.VariableScaleDecimal", "optional": True,
+    f = connect_field({"type": "struct", "name": "io.debezium.data.VariableScaleDecimal", "optional": True,
                          "field": "price", "fields": [{"type": "int32", "optional": False, "field": "scale"},
                                                       {"type": "bytes", "optional": False, "field": "value"}]})
     assert str(decode(f, {"scale": 2, "value": unscaled(12345)})) == "123.45"
@@ -368,7 +371,7 @@ def test_bits_and_bit1():
 
 
 def test_geometry_point():
-    point = V.connect_field({
+    point = connect_field({
         "type": "struct", "name": "io.debezium.data.geometry.Point", "optional": True, "field": "_point",
         "fields": [{"type": "float64", "optional": False, "field": "x"},
                    {"type": "float64", "optional": False, "field": "y"},
@@ -381,7 +384,7 @@ def test_geometry_point():
     vendor, canonical = V.column_types(point, MODES)
     assert vendor == "io.debezium.data.geometry.Point"
     assert canonical == "struct<x:double,y:double,wkb:binary,srid:int>"
-    geometry = V.connect_field({
+    geometry = connect_field({
         "type": "struct", "name": "io.debezium.data.geometry.Geometry", "optional": True, "field": "g",
         "fields": [{"type": "bytes", "optional": False, "field": "wkb"},
                    {"type": "int32", "optional": True, "field": "srid"}]})
@@ -402,7 +405,7 @@ def test_binary_handling(mode, text):
     blob = logical("string" if mode != "bytes" else "bytes", None, {"__debezium.source.column.type": "BLOB"})
     assert decode(blob, text, modes) == RAW
     assert V.column_types(blob, modes)[1] == "binary"
-    assert V.untyped_decoder("binary", modes)(text) == RAW
+    assert untyped_decoder("binary", modes)(text) == RAW
 
 
 def test_bytes_plain():
@@ -428,12 +431,12 @@ def test_struct_array_map_recursive():
          "items": {"type": "int64", "optional": True, "name": "io.debezium.time.MicroTimestamp"}},
         {"type": "map", "optional": True, "field": "prices",
          "keys": {"type": "string", "optional": False},
-         "values": {"type": "bytes", "optional": True, "name": V.DECIMAL, "parameters": {"scale": "2"}}},
+         "values": {"type": "bytes", "optional": True, "name": DECIMAL, "parameters": {"scale": "2"}}},
         {"type": "struct", "optional": True, "field": "inner", "fields": [
             {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "field": "day"}]},
         {"type": "string", "optional": True, "field": "s"},
     ]}
-    f = V.connect_field(schema)
+    f = connect_field(schema)
     assert [m.name for m in f.fields] == ["id", "ts", "prices", "inner", "s"]
     got = decode(f, {"id": 9007199254740993, "ts": [0, None, -1], "prices": {"a": "/w==", "b": None},
                      "inner": {"day": 1}, "s": "x"})
@@ -443,7 +446,7 @@ def test_struct_array_map_recursive():
     assert V.column_types(f.fields[1], MODES) == ("array<io.debezium.time.MicroTimestamp>", "array<timestamp_ntz>")
     assert V.column_types(f.fields[2], MODES)[1] == "map<string,decimal>"
     # JsonConverter writes maps with non-string keys as [[key, value], ...]
-    m = V.connect_field({"type": "map", "optional": True, "keys": {"type": "int32"}, "values": {"type": "string"}})
+    m = connect_field({"type": "map", "optional": True, "keys": {"type": "int32"}, "values": {"type": "string"}})
     assert decode(m, [[1, "a"], [2, None]]) == {"1": "a", "2": None}
     with pytest.raises(DecodeError):
         decode(f, [1, 2])
@@ -455,9 +458,9 @@ def test_null_for_every_type():
               logical("int64", "io.debezium.time.MicroTime"), logical("string", "io.debezium.data.Json"),
               logical("bytes", None), logical("float32", None), logical("boolean", None), logical("string", None),
               logical("int64", "io.debezium.time.MicroDuration"), logical("int64", "io.debezium.time.NanoTimestamp"),
-              V.connect_field({"type": "array", "items": {"type": "int32"}}),
-              V.connect_field({"type": "map", "keys": {"type": "string"}, "values": {"type": "int32"}}),
-              V.connect_field({"type": "struct", "fields": [{"type": "int32", "field": "a"}]})]
+              connect_field({"type": "array", "items": {"type": "int32"}}),
+              connect_field({"type": "map", "keys": {"type": "string"}, "values": {"type": "int32"}}),
+              connect_field({"type": "struct", "fields": [{"type": "int32", "field": "a"}]})]
     for f in fields:
         assert decode(f, None) is None, f
 
@@ -473,9 +476,9 @@ def test_null_for_every_type():
     ({"type": "boolean"}, ("boolean", "boolean")),
     ({"type": "string"}, ("string", "string")),
     ({"type": "bytes"}, ("bytes", "binary")),
-    ({"type": "bytes", "name": V.DECIMAL, "parameters": {"scale": "2", "connect.decimal.precision": "10"}},
+    ({"type": "bytes", "name": DECIMAL, "parameters": {"scale": "2", "connect.decimal.precision": "10"}},
      ("org.apache.kafka.connect.data.Decimal(10,2)", "decimal(10,2)")),
-    ({"type": "bytes", "name": V.DECIMAL, "parameters": {"scale": "0"}},
+    ({"type": "bytes", "name": DECIMAL, "parameters": {"scale": "0"}},
      ("org.apache.kafka.connect.data.Decimal(,0)", "decimal")),
     ({"type": "int64", "name": "io.debezium.time.MicroTimestamp"}, ("io.debezium.time.MicroTimestamp", "timestamp_ntz")),
     ({"type": "int64", "name": "io.debezium.time.NanoTimestamp"}, ("io.debezium.time.NanoTimestamp", "timestamp_ntz")),
@@ -489,16 +492,16 @@ def test_null_for_every_type():
     ({"type": "string", "parameters": {"__debezium.source.column.type": "VARCHAR",
                                        "__debezium.source.column.length": "255"}},
      ("string (VARCHAR(255))", "string")),
-    ({"type": "bytes", "name": V.DECIMAL, "parameters": {
+    ({"type": "bytes", "name": DECIMAL, "parameters": {
         "scale": "2", "connect.decimal.precision": "10", "__debezium.source.column.type": "DECIMAL",
         "__debezium.source.column.length": "10", "__debezium.source.column.scale": "2"}},
      ("org.apache.kafka.connect.data.Decimal(10,2) (DECIMAL(10,2))", "decimal(10,2)")),
-    ({"type": "bytes", "name": V.DECIMAL, "parameters": {
+    ({"type": "bytes", "name": DECIMAL, "parameters": {
         "scale": "0", "__debezium.source.column.type": "BIGINT UNSIGNED", "__debezium.source.column.length": "20"}},
      ("org.apache.kafka.connect.data.Decimal(20,0) (BIGINT UNSIGNED(20))", "decimal(20,0)")),
 ])
 def test_column_types(schema, expected):
-    assert V.column_types(V.connect_field(schema), MODES) == expected
+    assert V.column_types(connect_field(schema), MODES) == expected
 
 
 # -- schemaless values -----------------------------------------------------------------------------------------------
@@ -545,7 +548,7 @@ def test_column_types(schema, expected):
     ("binary", MODES, "AQI=", b"\x01\x02"),
 ])
 def test_untyped(declared, modes, value, expected):
-    got = V.untyped_decoder(declared, modes)(value)
+    got = untyped_decoder(declared, modes)(value)
     assert got == expected and type(got) is type(expected)
     if isinstance(expected, Decimal):
         assert str(got) == str(expected)
@@ -553,34 +556,34 @@ def test_untyped(declared, modes, value, expected):
 
 def test_untyped_nanos_and_unknown():
     flags: list[str] = []
-    assert V.untyped_decoder("timestamp_ntz(9)", MODES)(1, flags) == "1970-01-01T00:00:00.000000001"
-    assert V.untyped_decoder("timestamp_ntz", Modes(time_precision="isostring"))(
+    assert untyped_decoder("timestamp_ntz(9)", MODES)(1, flags) == "1970-01-01T00:00:00.000000001"
+    assert untyped_decoder("timestamp_ntz", Modes(time_precision="isostring"))(
         "2023-03-23T14:30:05.123456789", flags) == "2023-03-23T14:30:05.123456789"
     assert flags == ["timestamp_as_string"]
     with pytest.raises(UsageError):
-        V.untyped_decoder("geometry", MODES)
+        untyped_decoder("geometry", MODES)
     with pytest.raises(UsageError):
-        V.untyped_decoder("decimal(10", MODES)
-    assert V.UNTYPED_FLAG == "untyped_values"
+        untyped_decoder("decimal(10", MODES)
+    assert UNTYPED_FLAG == "untyped_values"
 
 
 # -- unavailable values ------------------------------------------------------------------------------------------------
 def test_unavailable_placeholder_forms():
-    assert V.TOAST == "__debezium_unavailable_value"
-    assert V.is_unavailable("__debezium_unavailable_value")
-    assert V.is_unavailable("X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==")  # bytea, Base64 in JSON
-    assert V.is_unavailable(b"__debezium_unavailable_value")              # bytea, raw in Avro
-    assert V.is_unavailable(["__debezium_unavailable_value"])
-    assert not V.is_unavailable("X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==", logical("string", None))
+    assert TOAST == "__debezium_unavailable_value"
+    assert is_unavailable("__debezium_unavailable_value")
+    assert is_unavailable("X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==")  # bytea, Base64 in JSON
+    assert is_unavailable(b"__debezium_unavailable_value")              # bytea, raw in Avro
+    assert is_unavailable(["__debezium_unavailable_value"])
+    assert not is_unavailable("X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==", logical("string", None))
     for other in (None, "", "x", 1, [], ["a", "__debezium_unavailable_value"], {"a": 1}):
-        assert not V.is_unavailable(other)
-    custom = V.unavailable_checker("hex:deadbeef")
+        assert not is_unavailable(other)
+    custom = unavailable_checker("hex:deadbeef")
     assert custom(b"\xde\xad\xbe\xef") and custom("3q2+7w==")
     assert custom("__debezium_unavailable_value", logical("string", None))  # SQL Server keeps the default text
     assert not custom("deadbeef") and not custom(b"__debezium_unavailable_value")
-    utf8 = V.unavailable_checker("hex:c3a9")  # Oracle: the placeholder bytes as text
+    utf8 = unavailable_checker("hex:c3a9")  # Oracle: the placeholder bytes as text
     assert utf8("\u00e9", logical("string", None)) and utf8(b"\xc3\xa9")
-    assert V.unavailable_checker("N/A")("N/A")
+    assert unavailable_checker("N/A")("N/A")
 
 
 # -- modes and caching -------------------------------------------------------------------------------------------------
@@ -611,7 +614,7 @@ def corpus_json(name: str):
 
 
 def test_avro_hudi_mysql_envelope():
-    env = V.avro_field(corpus_json("hudi-mysql-avro-envelope-schema.avsc"))
+    env = avro_field(corpus_json("hudi-mysql-avro-envelope-schema.avsc"))
     assert env.type == "struct" and env.logical == "cdc.test.inventory.item.Envelope"
     by_name = {f.name: f for f in env.fields}
     before, after = by_name["before"], by_name["after"]
@@ -636,7 +639,7 @@ def test_avro_hudi_mysql_envelope():
 
 
 def test_avro_flink_mysql_envelope():
-    env = V.avro_field(corpus_json("flink-mysql-avro-envelope-schema.json"))
+    env = avro_field(corpus_json("flink-mysql-avro-envelope-schema.json"))
     after = {f.name: f for f in env.fields}["after"]
     assert [(f.name, f.type, f.optional) for f in after.fields] == [
         ("id", "int64", False), ("name", "string", True), ("description", "string", True),
@@ -649,8 +652,8 @@ def test_avro_postgres_variable_scale_decimal_and_int16():
     if text is None:
         pytest.skip(f"the shared corpus is absent ({CORPUS})")
     key_schema, value_schema = text.splitlines()[0].split("^")
-    assert V.avro_field(json.loads(key_schema)).fields == (Field("order_id", "int32", optional=False),)
-    env = V.avro_field(json.loads(value_schema))
+    assert avro_field(json.loads(key_schema)).fields == (Field("order_id", "int32", optional=False),)
+    env = avro_field(json.loads(value_schema))
     cols = {f.name: f for f in {f.name: f for f in env.fields}["after"].fields}
     price, status = cols["price"], cols["order_status"]
     assert price.logical == "io.debezium.data.VariableScaleDecimal" and price.optional
@@ -676,15 +679,15 @@ def test_avro_named_types_referenced_by_name():
         {"name": "a", "type": ["null", vsd], "default": None},
         {"name": "b", "type": ["null", "io.debezium.data.VariableScaleDecimal"], "default": None},
         {"name": "c", "type": "VariableScaleDecimal"}]}
-    whole = V.avro_field(record)
+    whole = avro_field(record)
     a, b, c = whole.fields
     assert a.logical == b.logical == c.logical == "io.debezium.data.VariableScaleDecimal"
     assert [f.name for f in b.fields] == ["scale", "value"] and b.optional and not c.optional
     names: dict = {}
-    one_by_one = [V.avro_field(f["type"], f["name"], names) for f in record["fields"]]
+    one_by_one = [avro_field(f["type"], f["name"], names) for f in record["fields"]]
     assert tuple(one_by_one) == whole.fields
     with pytest.raises(ValueError):
-        V.avro_field(record["fields"][1]["type"], "b")  # alone, the name means nothing
+        avro_field(record["fields"][1]["type"], "b")  # alone, the name means nothing
 
 
 def test_avro_json_encoding():
@@ -692,9 +695,9 @@ def test_avro_json_encoding():
     vsd = {"type": "record", "name": "VariableScaleDecimal", "namespace": "io.debezium.data",
            "fields": [{"name": "scale", "type": "int"}, {"name": "value", "type": "bytes"}],
            "connect.name": "io.debezium.data.VariableScaleDecimal"}
-    dec = {"type": "bytes", "connect.name": V.DECIMAL, "connect.parameters": {"scale": "2"}, "logicalType": "decimal",
+    dec = {"type": "bytes", "connect.name": DECIMAL, "connect.parameters": {"scale": "2"}, "logicalType": "decimal",
            "precision": 10, "scale": 2}
-    row = V.avro_field({"type": "record", "name": "Value", "fields": [
+    row = avro_field({"type": "record", "name": "Value", "fields": [
         {"name": "order_id", "type": {"type": "int", "connect.default": 0}, "default": 0},
         {"name": "order_date", "type": ["null", "long"], "default": None},
         {"name": "customer_name", "type": ["null", "string"], "default": None},
@@ -716,25 +719,25 @@ def test_avro_json_encoding():
 
 
 def test_avro_logical_types():
-    dec = V.avro_field({"type": "bytes", "scale": 2, "precision": 10, "connect.version": 1,
+    dec = avro_field({"type": "bytes", "scale": 2, "precision": 10, "connect.version": 1,
                         "connect.parameters": {"scale": "2", "connect.decimal.precision": "10"},
-                        "connect.name": V.DECIMAL, "logicalType": "decimal"}, "amount")
+                        "connect.name": DECIMAL, "logicalType": "decimal"}, "amount")
     assert (dec.name, dec.type, dec.logical, dec.params) == (
-        "amount", "bytes", V.DECIMAL, {"scale": "2", "connect.decimal.precision": "10"})
-    bare = V.avro_field(["null", {"type": "bytes", "logicalType": "decimal", "precision": 5, "scale": 1}])
+        "amount", "bytes", DECIMAL, {"scale": "2", "connect.decimal.precision": "10"})
+    bare = avro_field(["null", {"type": "bytes", "logicalType": "decimal", "precision": 5, "scale": 1}])
     assert bare.optional and V.column_types(bare, MODES) == ("org.apache.kafka.connect.data.Decimal(5,1)",
                                                              "decimal(5,1)")
-    assert V.avro_field({"type": "int", "logicalType": "date"}).logical == "org.apache.kafka.connect.data.Date"
-    assert V.avro_field({"type": "long", "logicalType": "timestamp-millis"}).logical == \
+    assert avro_field({"type": "int", "logicalType": "date"}).logical == "org.apache.kafka.connect.data.Date"
+    assert avro_field({"type": "long", "logicalType": "timestamp-millis"}).logical == \
         "org.apache.kafka.connect.data.Timestamp"
-    assert V.avro_field({"type": "int", "connect.type": "int8"}).type == "int8"
-    assert V.avro_field({"type": "array", "items": "long"}).items == Field(None, "int64", optional=False)
-    assert V.avro_field({"type": "map", "values": "string"}).values == Field(None, "string", optional=False)
-    assert V.avro_field({"type": "enum", "name": "E", "symbols": ["a"]}).type == "string"
+    assert avro_field({"type": "int", "connect.type": "int8"}).type == "int8"
+    assert avro_field({"type": "array", "items": "long"}).items == Field(None, "int64", optional=False)
+    assert avro_field({"type": "map", "values": "string"}).values == Field(None, "string", optional=False)
+    assert avro_field({"type": "enum", "name": "E", "symbols": ["a"]}).type == "string"
     with pytest.raises(ValueError):
-        V.avro_field(["null", "int", "string"])
+        avro_field(["null", "int", "string"])
     with pytest.raises(ValueError):
-        V.avro_field("Unknown")
+        avro_field("Unknown")
 
 
 def test_corpus_flinkcdc_numbers_under_decimal_schema():
@@ -744,7 +747,7 @@ def test_corpus_flinkcdc_numbers_under_decimal_schema():
     text = (CORPUS / "paimon-mysql-schema-alltypes-flinkcdc-numeric-decimal.txt").read_text()
     event = json.loads(text[text.index('{"schema"'):], parse_float=Decimal)
     after_schema = next(f for f in event["schema"]["fields"] if f["field"] == "after")
-    row = V.connect_field(after_schema)
+    row = connect_field(after_schema)
     flags: list[str] = []
     got = decode(row, event["payload"]["after"], flags=flags)
     assert flags == []

@@ -45,7 +45,8 @@ from cdcnorm.adapters.debezium.keys import Key, option_keys, parse_key, per_tabl
 from cdcnorm.adapters.debezium.options import DebeziumOptions
 from cdcnorm.adapters.debezium.positions import connector_of
 from cdcnorm.adapters.debezium.spec import SPEC
-from cdcnorm.adapters.debezium.values import Modes, unavailable_checker
+from cdcnorm.adapters.debezium.unavailable import unavailable_checker
+from cdcnorm.adapters.debezium.values import Modes
 from cdcnorm.adapters.replicate.catalog import load_registry, parse_avro_schema
 from cdcnorm.adapters.replicate.envelope import read_datum
 from cdcnorm.adapters.replicate.naming import connect_location

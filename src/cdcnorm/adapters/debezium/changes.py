@@ -11,7 +11,7 @@ from typing import Any
 from cdcnorm.adapters.debezium import mongo, positions
 from cdcnorm.adapters.debezium.columns import UNTYPED, RowType, decode_image
 from cdcnorm.adapters.debezium.keys import Key, key_values
-from cdcnorm.adapters.debezium.values import is_unavailable
+from cdcnorm.adapters.debezium.unavailable import is_unavailable
 from cdcnorm.canonical.record import Change, image_hash
 from cdcnorm.errors import DecodeError
 

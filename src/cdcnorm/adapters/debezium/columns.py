@@ -3,7 +3,8 @@ distinct schema (a JSON converter schema text, an Avro writer schema) and reused
 
 Values themselves are decoded by :mod:`~cdcnorm.adapters.debezium.values` (every Kafka Connect and Debezium
 logical type, per the connector's modes). Without a schema a value is what the JSON says, or what the user
-declared for its column (`column_types`), and the row is flagged `untyped_values`.
+declared for its column (`column_types`, read by :mod:`~cdcnorm.adapters.debezium.untyped`), and the row is
+flagged `untyped_values`.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from typing import Any
 
 import orjson
 
-from cdcnorm.adapters.debezium import values
+from cdcnorm.adapters.debezium.fields import avro_field, connect_field
+from cdcnorm.adapters.debezium.unavailable import is_unavailable
+from cdcnorm.adapters.debezium.untyped import UNTYPED_FLAG, untyped_decoder
+from cdcnorm.adapters.debezium.values import Modes, column_types, value_decoder
 from cdcnorm.errors import DecodeError
 
-UNTYPED = values.UNTYPED_FLAG
+UNTYPED = UNTYPED_FLAG
 """The flag of a row decoded without a schema (values as the JSON gives them, or as declared)."""
 
 
@@ -38,12 +42,12 @@ def _version(text: bytes) -> str:
     return hashlib.blake2b(text, digest_size=8).hexdigest()
 
 
-def _row_type(fields: list[tuple[str, Any]], modes: values.Modes, text: bytes) -> RowType:
+def _row_type(fields: list[tuple[str, Any]], modes: Modes, text: bytes) -> RowType:
     decoders: dict[str, Callable[[Any], Any]] = {}
     columns: list[tuple[str, str, str, bool]] = []
     for name, field in fields:
-        decoders[name] = values.value_decoder(field, modes)
-        vendor_type, canonical = values.column_types(field, modes)
+        decoders[name] = value_decoder(field, modes)
+        vendor_type, canonical = column_types(field, modes)
         columns.append((name, vendor_type, canonical, bool(getattr(field, "optional", True))))
     return RowType(decoders, columns, _version(text))
 
@@ -51,7 +55,7 @@ def _row_type(fields: list[tuple[str, Any]], modes: values.Modes, text: bytes) -
 _CACHE: dict[tuple, RowType | None] = {}
 
 
-def _mkey(modes: values.Modes) -> values.Modes:
+def _mkey(modes: Modes) -> Modes:
     return modes
 
 
@@ -76,7 +80,7 @@ def _image_struct(schema: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def connect_row_type(schema: dict[str, Any] | None, key: bytes | None, modes: values.Modes,
+def connect_row_type(schema: dict[str, Any] | None, key: bytes | None, modes: Modes,
                      image: bool = True) -> RowType | None:
     """The row type of a JSON-converter schema: an envelope's row (`image`) or a key struct; None without."""
     if not schema or key is None:
@@ -87,7 +91,7 @@ def connect_row_type(schema: dict[str, Any] | None, key: bytes | None, modes: va
         if not struct or struct.get("type") != "struct":
             return None
         try:
-            fields = [(f["field"], values.connect_field(f)) for f in struct.get("fields") or ()]
+            fields = [(f["field"], connect_field(f)) for f in struct.get("fields") or ()]
         except (KeyError, TypeError, ValueError) as exc:
             raise DecodeError("bad_schema", f"the message's schema cannot be read ({type(exc).__name__}: {exc})"
                               ) from None
@@ -105,7 +109,7 @@ def _avro_record(t: Any) -> dict[str, Any] | None:
     return t if isinstance(t, dict) and t.get("type") == "record" else None
 
 
-def avro_row_type(schema: Any, key: bytes, modes: values.Modes, image: bool = True) -> RowType | None:
+def avro_row_type(schema: Any, key: bytes, modes: Modes, image: bool = True) -> RowType | None:
     """The row type of an Avro envelope's row record (`image`), or of an Avro key record; `key` identifies the
     schema (a registry id, a container's schema text)."""
 
@@ -119,18 +123,18 @@ def avro_row_type(schema: Any, key: bytes, modes: values.Modes, image: bool = Tr
                         break
         if not isinstance(record, dict):
             return None
-        fields = [(f["name"], values.avro_field(f["type"], f["name"])) for f in record.get("fields") or ()]
+        fields = [(f["name"], avro_field(f["type"], f["name"])) for f in record.get("fields") or ()]
         return _row_type(fields, modes, key)
 
     return _remember(("avro", key, image, _mkey(modes)), build)
 
 
-def untyped_row_type(declared: dict[str, str] | None, modes: values.Modes) -> RowType:
+def untyped_row_type(declared: dict[str, str] | None, modes: Modes) -> RowType:
     """Decoders for schemaless images: declared columns decoded as declared, the rest kept as parsed."""
     items = tuple(sorted((declared or {}).items()))
 
     def build() -> RowType:
-        decoders = {name: values.untyped_decoder(t, modes) for name, t in items}
+        decoders = {name: untyped_decoder(t, modes) for name, t in items}
         return RowType(decoders, [(name, None, t, None) for name, t in items], _version(orjson.dumps(items)),
                        typed=False)
 
@@ -152,7 +156,7 @@ def declared_version(columns: list[tuple[str, str | None, str | None, bool | Non
 
 
 def decode_image(image: Any, rt: RowType, what: str, flags: list[str] | None = None,
-                 unavailable: Callable[[Any], bool] = values.is_unavailable) -> tuple[dict[str, Any] | None, list[str]]:
+                 unavailable: Callable[[Any], bool] = is_unavailable) -> tuple[dict[str, Any] | None, list[str]]:
     """(typed image, columns whose value was not captured) of one row image; the placeholders of unchanged
     TOASTed / LOB values are missing columns, never values. `flags` receives the flags a value causes."""
     if image is None:
