@@ -388,3 +388,33 @@ def test_a_sink_folder_of_a_kafka_internal_topic_is_listed_and_markers_are_not(s
     files, skipped = list_files(spark, [str(tmp_path)])
     assert [f.path.rsplit("/", 1)[-1] for f in files] == ["__debezium-heartbeat.shop+0+0000000000.json"]
     assert skipped == {"hidden_file": 1}
+
+
+def test_lake_check_finds_a_transaction_whose_events_are_not_all_in_the_lake(spark, tmp_path):
+    """BEGIN/END travel on their own topic, maybe in another run: completeness is a lake-level check."""
+    import json
+
+    import cdcnorm
+    from cdcnorm.lake.admin.check import check
+
+    lines = (SAMPLES / "kcat" / "pg_orders.jsonl").read_text().splitlines()
+    whole, partial = tmp_path / "whole" / "pg.jsonl", tmp_path / "partial" / "pg.jsonl"
+    for path in (whole, partial):
+        path.parent.mkdir()
+    whole.write_text("\n".join(lines) + "\n")
+
+    def is_update(line: str) -> bool:
+        payload = json.loads(line).get("payload")
+        value = json.loads(payload) if isinstance(payload, str) else payload
+        return isinstance(value, dict) and (value.get("payload") or value).get("op") == "u"
+
+    partial.write_text("\n".join(line for line in lines if not is_update(line)) + "\n")
+    for name, path in (("whole", whole), ("partial", partial)):
+        cdcnorm.normalize([str(path)], "debezium", spark=spark, lake=str(tmp_path / f"lake-{name}"))
+    complete = check(spark, str(tmp_path / "lake-whole")).to_dict()["checks"]["transactions"]
+    assert complete == {"problem": False, "summary": "1 ended transaction(s) complete; 0 without an END yet",
+                        "details": []}
+    missing = check(spark, str(tmp_path / "lake-partial")).to_dict()["checks"]["transactions"]
+    assert missing["problem"] is True
+    assert [(d["tx_id"], d["data_collection"], d["expected"], d["rows"]) for d in missing["details"]] == [
+        ("571", None, 3, 2), ("571", "public.orders", 3, 2)]

@@ -16,6 +16,11 @@ What it looks for, and why each can happen:
   vacuums; not a problem).
 - pending intents in `_commits/`: runs stopped between their first and last commit; readers do not see them
   until the next writer (or `cdcnorm lake maintain`) completes them.
+- transactions: a transaction's END row (`TX_COMMIT` with the counts a vendor announces, Debezium's
+  `event_count` and per-collection counts) against the data rows the lake holds with its `tx_id`. BEGIN/END
+  arrive on their own topic, maybe in another run than the data, so completeness is a lake-level fact, never a
+  per-run assumption: more or fewer rows than announced is a problem (events not ingested yet, or lost);
+  transactions with a BEGIN and no END yet are counted, not a problem (their END may come in a later run).
 - reconciliation: every report's `records_read` equals the sum of its outcomes; rows of a run cannot be
   attributed in `changes` any more, so the totals are checked: the sum of `rows_written` equals the rows of
   `changes` at the cut, the sum of `quarantine_new` the rows of `quarantine`.
@@ -34,6 +39,7 @@ import orjson
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from cdcnorm.canonical.schema import DATA_OPS
 from cdcnorm.lake.commit import INTENTS
 from cdcnorm.lake.delta.read import read_files, read_table
 from cdcnorm.lake.store import Lake
@@ -82,6 +88,7 @@ def check(spark: SparkSession, path: str, examples: int = 5) -> CheckResult:
         orphans(lk, committed, pending_ids),
         Finding("pending", bool(pending), f"{len(pending)} run(s) with a pending intent in {INTENTS}/"
                 if pending else "no pending run", pending),
+        transactions(lk, examples),
         reconciliation(lk),
     ])
 
@@ -103,6 +110,47 @@ def duplicates(lk: Lake, examples: int) -> Finding:
     why = (f"the run reports count {unchecked} row(s) written unchecked (older than an opted-in --dedup-window)"
            if unchecked else "no run report counts a row written unchecked: rows of another writer?")
     return Finding("duplicates", True, f"{ids} event id(s) occur more than once ({extra} extra row(s)); {why}", shown)
+
+
+TX_KEY = ["vendor", "stream", "tx_id"]
+_COLLECTIONS = "array<struct<data_collection:string,event_count:bigint>>"
+
+
+def transactions(lk: Lake, examples: int) -> Finding:
+    """Transactions whose END announces other counts than the data rows the lake holds (see the module doc)."""
+    ch = lk.changes()
+    ends = (ch.where(F.col("op") == "TX_COMMIT")
+            .select(*TX_KEY, F.expr("try_variant_get(after, '$.event_count', 'bigint')").alias("expected"),
+                    F.expr(f"try_variant_get(after, '$.data_collections', '{_COLLECTIONS}')").alias("collections"))
+            .where(F.col("expected").isNotNull()).dropDuplicates(TX_KEY))
+    data = ch.where(F.col("op").isin(*DATA_OPS, "TRUNCATE") & F.col("tx_id").isNotNull())
+    rows = data.groupBy(*TX_KEY).agg(F.count(F.lit(1)).alias("rows"))
+    # a vendor names a collection `db.table` (MySQL) or `schema.table` (PostgreSQL): a row counts under each
+    names = F.array_distinct(F.array(*[F.concat_ws(".", *parts) for parts in
+                                       (("database", "table"), ("schema", "table"), ("database", "schema", "table"))]))
+    by_collection = (data.select(*TX_KEY, F.explode(names).alias("data_collection"))
+                     .groupBy(*TX_KEY, "data_collection").agg(F.count(F.lit(1)).alias("rows")))
+    announced = ends.select(*TX_KEY, F.explode("collections").alias("c")).select(
+        *TX_KEY, F.col("c.data_collection").alias("data_collection"), F.col("c.event_count").alias("expected"))
+    off = (ends.join(rows, TX_KEY, "left").select(*TX_KEY, F.lit(None).cast("string").alias("data_collection"),
+                                                 "expected", F.coalesce("rows", F.lit(0)).alias("rows"))
+           .unionByName(announced.join(by_collection, [*TX_KEY, "data_collection"], "left")
+                        .select(*TX_KEY, "data_collection", "expected", F.coalesce("rows", F.lit(0)).alias("rows")))
+           .where(F.col("rows") != F.col("expected"))).persist()
+    try:
+        bad = off.select(*TX_KEY).distinct().count()
+        shown = [r.asDict() for r in off.orderBy(*TX_KEY, "data_collection").limit(examples).collect()] if bad else []
+    finally:
+        off.unpersist()
+    begun = ch.where(F.col("op") == "TX_BEGIN").select(*TX_KEY).distinct()
+    still_open = begun.join(ch.where(F.col("op") == "TX_COMMIT").select(*TX_KEY), TX_KEY, "left_anti").count()
+    ended = ends.count()
+    if bad:
+        return Finding("transactions", True, f"{bad} of {ended} ended transaction(s) hold other data row counts "
+                       f"than their END announces (events not ingested yet, or lost); {still_open} without an "
+                       "END yet", shown)
+    return Finding("transactions", False, f"{ended} ended transaction(s) complete; {still_open} without an END "
+                   "yet")
 
 
 def ledger(lk: Lake, committed: set[str], pending: set[str]) -> Finding:
