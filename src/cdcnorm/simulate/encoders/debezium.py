@@ -10,11 +10,14 @@ Debezium transaction per connector. Each connector writes what a real one does w
 `<prefix>.transaction`, a tombstone after every delete, a primary-key change as delete + tombstone + create
 linked by the `__debezium.oldkey` / `__debezium.newkey` headers, the MySQL schema-change topic (`<prefix>`),
 and heartbeats on `__debezium-heartbeat.<prefix>` (the `heartbeats` quirk).
+
+This module is the connectors' behaviour: which records they send, in which order, with which positions. The
+records' Connect schemas and values come from `debezium_schemas.py`; their serialization and files from
+`kafka_topics.py`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zlib
 from collections import deque
@@ -23,7 +26,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from cdcnorm.simulate.delivery import AvroFile, Lane, LinesFile, Rotator, current_log, lane_rng
+from cdcnorm.simulate.delivery import current_log
 from cdcnorm.simulate.encoders import COMMON_KINDS, SimFormat
 from cdcnorm.simulate.encoders.debezium_schemas import (
     DATABASE,
@@ -50,9 +53,10 @@ from cdcnorm.simulate.encoders.debezium_schemas import (
     topic_of,
     vendor_type,
 )
-from cdcnorm.simulate.encoders.kafka_connect import Registry, json_schema, json_value
+from cdcnorm.simulate.encoders.kafka_connect import json_value
+from cdcnorm.simulate.encoders.kafka_topics import TopicFiles
 from cdcnorm.simulate.history import Col, Event, TableDef
-from cdcnorm.simulate.jsonx import Raw, dumps
+from cdcnorm.simulate.jsonx import dumps
 
 DATA_PARTITIONS = 2
 """Data topics have two partitions (keyed records by key hash); control topics have one."""
@@ -120,13 +124,11 @@ def lsn_of(seq: int) -> int:
 class DebeziumEncoder:
     """Writes `OUT/debezium/<fmt>/<topic>/partition=<p>/<topic>+<p>+<first offset>.<jsonl|avro>`.
 
-    - json, json-noschema: `kcat -J` lines (`topic`, `partition`, `offset`, `tstype`, `ts`, `broker`,
-      `headers` as a flat name/value list when present, `key` and `payload` as the converter's text, null for a
-      null key or a tombstone). json: JsonConverter with schemas; json-noschema: without, the connector set to
+    - json, json-noschema: `kcat -J` lines (:class:`~cdcnorm.simulate.encoders.kafka_topics.TopicFiles`).
+      json: JsonConverter with schemas; json-noschema: without, the connector set to
       `decimal.handling.mode=string`.
-    - avro: Avro container files of Kafka records as Spark's Kafka source reads them (`key`, `value`, `topic`,
-      `partition`, `offset`, `timestamp`, `timestampType`, `headers`); keys and values are Confluent-framed
-      Avro whose schemas are exported to `OUT/schemas/debezium-avro/`.
+    - avro: Avro container files of Kafka records as Spark's Kafka source reads them; keys and values are
+      Confluent-framed Avro whose schemas are exported to `OUT/schemas/debezium-avro/`.
     """
 
     def __init__(self, out: Path, defs: tuple[TableDef, ...], seed: int, quirks: frozenset[str], rotate: int,
@@ -138,13 +140,9 @@ class DebeziumEncoder:
         self.versions = {(t.index, v): Version(t, v, self.string_decimals) for t in defs for v in (1, 2)}
         self.current = {t.index: 1 for t in defs}
         self.connectors = {c: _Connector(c) for c in ("mysql", "postgresql")}
-        self.registry = Registry() if fmt == "avro" else None
-        self.lanes: dict[tuple[str, int], Lane] = {}
-        self.rotators: dict[tuple[str, int], Rotator] = {}
-        self.offsets: dict[tuple[str, int], int] = {}
         self.snapshot_rows: list[tuple[TableDef, list[dict[str, Any]], int, int]] = []
-        self.schema_text: dict[int, Any] = {}
         self.counts: dict[str, int] = {"records": 0, "files": 0, "restarts": 0, "toast": 0}
+        self.topics = TopicFiles(self.root, self.vf, fmt, seed, quirks, rotate, self.counts)
 
     def identity(self, t: TableDef) -> dict[str, Any]:
         conn = connector_of(t)
@@ -402,7 +400,7 @@ class DebeziumEncoder:
             return 0
         return zlib.crc32(repr(sorted(key.items())).encode()) % DATA_PARTITIONS
 
-    # -- serialization and delivery ----------------------------------------------------------------------------
+    # -- delivery --------------------------------------------------------------------------------------------
     def _queue(self, conn: _Connector, rec: _Rec, when_us: int) -> None:
         """Send a record of the connector's open transaction window (kept for a restart's replay)."""
         if conn.tx is not None:
@@ -412,68 +410,14 @@ class DebeziumEncoder:
         self._send(rec, when_us)
 
     def _send(self, rec: _Rec, when_us: int, barrier: bool = False) -> None:
+        """A data event gets its processing times (`ts_ms` / `ts_us` / `ts_ns`) as it is sent."""
         value = rec.value
         ms = rec.ms or when_us // 1000
         if rec.envelope and value is not None:
             value = {**value, "ts_ms": when_us // 1000, "ts_us": when_us, "ts_ns": when_us * 1000 + when_us % 997}
             ms = when_us // 1000
-        key = None if rec.key is None else self._serialize(rec.topic, "key", rec.key_schema, rec.key)
-        body = None if value is None else self._serialize(rec.topic, "value", rec.value_schema, value)
-        self._lane(rec.topic, rec.partition).put((rec.topic, rec.partition, key, body, rec.headers, ms),
-                                                 barrier=barrier)
-
-    def _serialize(self, topic: str, part: str, s: dict[str, Any] | None, v: dict[str, Any]) -> bytes:
-        assert s is not None
-        if self.registry is not None:
-            return self.registry.encode(f"{topic}-{part}", s, v)
-        if self.fmt == "json-noschema":
-            return dumps(json_value(s, v))
-        text = self.schema_text.get(id(s))
-        if text is None:
-            text = self.schema_text[id(s)] = Raw(dumps(json_schema(s)).decode())
-        return dumps({"schema": text, "payload": json_value(s, v)})
-
-    def _lane(self, topic: str, partition: int) -> Lane:
-        key = (topic, partition)
-        lane = self.lanes.get(key)
-        if lane is None:
-            rng = lane_rng(self.seed, self.vf, topic, partition)
-            lane = Lane(lambda item, redelivered, key=key: self._write(key, item), rng, self.quirks,
-                        dup_delay=self.rotate * 2)
-            self.lanes[key] = lane
-        return lane
-
-    def _write(self, key: tuple[str, int], item: tuple) -> None:
-        rot = self.rotators.get(key)
-        if rot is None:
-            rot = Rotator(self.rotate, lambda n, first, key=key: self._open(key))
-            self.rotators[key] = rot
-        topic, partition, k, v, headers, ms = item
-        offset = self.offsets.get(key, 0)
-        if self.fmt == "avro":
-            rot.write({"key": k, "value": v, "topic": topic, "partition": partition, "offset": offset,
-                       "timestamp": ms * 1000, "timestampType": 0,
-                       "headers": [{"key": n, "value": b} for n, b in headers]})
-        else:
-            line: dict[str, Any] = {"topic": topic, "partition": partition, "offset": offset, "tstype": "create",
-                                    "ts": ms, "broker": 1}
-            if headers:
-                line["headers"] = [x for n, b in headers for x in (n, b.decode())]
-            line["key"] = None if k is None else k.decode()
-            line["payload"] = None if v is None else v.decode()
-            rot.write(dumps(line))
-        self.offsets[key] = offset + 1
-        self.counts["records"] += 1
-
-    def _open(self, key: tuple[str, int]) -> Any:
-        topic, p = key
-        self.counts["files"] += 1
-        first = self.offsets.get(key, 0)
-        folder = self.root / topic / f"partition={p}"
-        if self.fmt == "avro":
-            marker = hashlib.md5(f"{self.vf}:{topic}:{p}:{first}".encode()).digest()
-            return AvroFile(folder / f"{topic}+{p}+{first:010d}.avro", KAFKA_RECORD_SCHEMA, sync_marker=marker)
-        return LinesFile(folder / f"{topic}+{p}+{first:010d}.jsonl")
+        self.topics.send(rec.topic, rec.partition, rec.key_schema, rec.key, rec.value_schema, value, rec.headers,
+                         ms, barrier=barrier)
 
     def close(self) -> None:
         if self.snapshot_rows:
@@ -481,12 +425,7 @@ class DebeziumEncoder:
         for c in self.connectors.values():
             if c.tx is not None:
                 self._end(c, c.last_us)
-        for lane in self.lanes.values():
-            lane.close()
-        for rot in self.rotators.values():
-            rot.close()
-        if self.registry is not None:
-            self.registry.export(self.out / REGISTRY_EXPORT)
+        self.topics.close(self.out / REGISTRY_EXPORT)
 
 
 class _Fallback:
@@ -498,20 +437,6 @@ class _Fallback:
         self.schema = s
 
 
-KAFKA_RECORD_SCHEMA = {
-    "type": "record", "name": "topLevelRecord", "fields": [
-        {"name": "key", "type": ["bytes", "null"]}, {"name": "value", "type": ["bytes", "null"]},
-        {"name": "topic", "type": ["string", "null"]}, {"name": "partition", "type": ["int", "null"]},
-        {"name": "offset", "type": ["long", "null"]},
-        {"name": "timestamp", "type": [{"type": "long", "logicalType": "timestamp-micros"}, "null"]},
-        {"name": "timestampType", "type": ["int", "null"]},
-        {"name": "headers", "type": [{"type": "array", "items": {
-            "type": "record", "name": "headers", "namespace": "topLevelRecord", "fields": [
-                {"name": "key", "type": ["string", "null"]}, {"name": "value", "type": ["bytes", "null"]}]}},
-            "null"]},
-    ],
-}
-"""A Kafka record as Spark's Kafka source reads it (with `includeHeaders`), written by Spark's Avro writer."""
 
 
 # -- what the formats carry (the truth projection; docs/simulate.md states it rule by rule) -------------------
