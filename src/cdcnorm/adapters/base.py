@@ -201,6 +201,16 @@ class Adapter:
     """Pair roles (`_pair_role`, before any `/`) of halves that, alone, wait for their partner across runs
     (cdcnorm.ingest.pairing); empty: the adapter's halves never wait."""
 
+    def emitted_half_pair(self) -> Column | None:
+        """For a row of the lake's `changes` table (canonical columns), the pair id (`_pair`) it holds when it is a
+        half of a role that never waits (not in `waiting_roles`), else null; None: the adapter has no such role.
+
+        Such a half is emitted by the run that brings it, alone or not, and leaves no state entry. A half of a
+        waiting role arriving after it therefore has no partner left to wait for: the pairing releases it at once
+        (cdcnorm.ingest.pairing), as a run without a wait does, instead of holding it until its stream's events
+        are a wait newer (on a quiet stream, never)."""
+        return None
+
     def paired_event_ids(self, pair: Column) -> Column:
         """Event ids the rows made from one pair of halves (`_pair`) can have, when they differ from the halves'
         own ids: such rows replace (`supersedes`) an orphan half emitted earlier (cdcnorm.ingest.pairing)."""

@@ -35,8 +35,9 @@ FLAGS: dict[str, str] = {
     "key_change": "one half of a primary-key-changing update (DELETE of the old key or INSERT of the new key)",
     "orphan_before": "an update whose after image never arrived: `after` is null",
     "orphan_after": "an update whose before image never arrived: `before` is null",
-    "orphan_half": "a Datastream UPDATE-DELETE (old key of a primary-key change) whose UPDATE-INSERT did not arrive "
-                   "within the pairing wait; it is a whole DELETE on its own",
+    "orphan_half": "a Datastream UPDATE-DELETE (old key of a primary-key change) emitted without its UPDATE-INSERT: "
+                   "the partner did not arrive within the pairing wait, or an earlier run emitted it (as an UPDATE); "
+                   "it is a whole DELETE on its own",
     "mask_bits_beyond_columns": "a change/column mask had bits set beyond the table's last column (ignored)",
     "decimal_as_string": "a decimal with more than 38 digits is kept as its exact decimal string",
     "timestamp_as_string": "a timestamp whose precision or UTC offset would be lost is kept as its original string",

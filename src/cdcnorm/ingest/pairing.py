@@ -30,8 +30,9 @@ shares a pair id with a remembered orphan (counted by the staging write), the ru
 appends its new orphans (:func:`flush_past_memory`): the same rows, entries and figures as the state path, without
 its Spark jobs (a daily job's run costs what its new files cost, not that of the state).
 A lone half of a role that never waits (`Adapter.waiting_roles`: Datastream's UPDATE-INSERT alone is an
-ordinary update) passes through. Another lone group is released as an orphan when it is old enough, or always
-when the run flushes (a batch run with no wait), else it waits. A waiting half's records count as the report's `held` outcome (net: held at the end
+ordinary update) passes through, and a lone half whose partner of such a role the lake already holds
+(:func:`emitted_halves`) is released at once: nothing is left to pair with it. Another lone group is released
+as an orphan when it is old enough, or always when the run flushes (a batch run with no wait), else it waits. A waiting half's records count as the report's `held` outcome (net: held at the end
 minus held at the start), so every report still reconciles. The table stays small: after a run, when a vendor's
 live files exceed :data:`COMPACT_FILES`, they are rewritten into one file of the live entries (tombstones and
 their targets dropped) in a `dataChange=false` commit that is skipped if it conflicts.
@@ -234,13 +235,29 @@ def _live(rows: DataFrame) -> DataFrame:
     return rows.where(F.col("entry_kind") != RELEASED).join(ended, "entry_id", "left_anti")
 
 
+def emitted_halves(lk: Lake, adapter: Adapter, files: list[str]) -> DataFrame | None:
+    """The pair ids (`_pair`) of the halves of a role that never waits (:meth:`Adapter.emitted_half_pair`) that
+    the lake's changes `files` hold (the run's dedup scope: the days its changes fall in, where a half's partner
+    falls too); None when there can be none."""
+    pair = adapter.emitted_half_pair()
+    if pair is None or not files:
+        return None
+    rows = read_files(lk.spark, lk.table("changes"), files)  # the expression's columns only are scanned
+    return rows.select(pair.alias(B.PAIR)).where(F.col(B.PAIR).isNotNull()).distinct()
+
+
 def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_seconds: float | None,
-                     retention_days: int, stage_path: str, files: list[str] | None = None) -> Pairing:
+                     retention_days: int, stage_path: str, files: list[str] | None = None,
+                     emitted: DataFrame | None = None) -> Pairing:
     """Combine the run's decoded change rows with the vendor's pairing state (see the module doc).
 
     `wait_seconds` None (or 0) flushes: every lone half is released as an orphan now (a batch run). The halves
     and their decisions are written once to `stage_path` (they are few), so the run's later steps (dedup check,
-    report, writes) read them instead of re-running the grouping and joins.
+    report, writes) read them instead of re-running the grouping and joins. `emitted` (:func:`emitted_halves`):
+    pair ids whose half of a role that never waits the lake already holds. A lone half of such a pair is released
+    at once, wait or not: that partner was emitted without a state entry (Datastream's UPDATE-INSERT is emitted
+    by the batch that brings it), so nothing can ever come to pair with the half, and holding it would keep its
+    change (the DELETE of a key change's old key) out of the lake until the stream's events are a wait newer.
     """
     vendor = adapter.name
     spark = changes.sparkSession
@@ -263,7 +280,13 @@ def pair_across_runs(lk: Lake, adapter: Adapter, changes: DataFrame, wait_second
     late_groups = (groups.where(F.size("_roles") == 1).join(
         memory, (F.col(B.PAIR) == F.col("_m_pair")) & ~F.array_contains("_roles", F.col("_m_role")))
         .select(B.PAIR).distinct().withColumn("_late", F.lit(True)))
-    decided = (_with_release(groups, changes, state, wait_seconds).join(late_groups, B.PAIR, "left")
+    released = _with_release(groups, changes, state, wait_seconds)
+    if emitted is not None and wait_seconds:  # without a wait every lone half is released anyway
+        partnered = emitted.select(B.PAIR).distinct().withColumn("_partnered", F.lit(True))
+        released = (released.join(partnered, B.PAIR, "left")
+                    .withColumn("_releasable", F.col("_releasable") | F.col("_partnered").isNotNull())
+                    .drop("_partnered"))
+    decided = (released.join(late_groups, B.PAIR, "left")
                .withColumn("_decision", F.when(F.size("_roles") > 1, "pair")
                            .when(F.col("_late").isNotNull(), "late")
                            .when(~F.array_contains(F.lit(list(adapter.waiting_roles)), F.col("_roles")[0]), "pass")

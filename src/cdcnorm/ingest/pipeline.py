@@ -40,6 +40,7 @@ from cdcnorm.ingest.pairing import (
     DEFAULT_PAIR_MEMORY_DAYS,
     Memory,
     apply_pairing,
+    emitted_halves,
     flush_past_memory,
     mark_emitted_pairs,
     may_wait,
@@ -224,6 +225,8 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
             pair_wait: float | None, pair_memory: int, state: list[str], mem: Memory | None) -> NormalizeResult:
     decoded = staged.decoded
     decoded_changes = decoded.where(F.col(B.KIND) == KIND_CHANGE)
+    # the days come from the rows before post-processing (post-processing never adds a day)
+    scope = dedup_scope(lake_obj, staged.days, window) if lake_obj else None
     pairing = None
     needs_state = lake_obj and adapter.waiting_roles and pairing_needed(state, bool(staged.has_waiting_half),
                                                                         staged.balanced)
@@ -232,21 +235,19 @@ def _finish(staged: Staged, adapter: Adapter, spark: SparkSession, say: Progress
         decoded_changes = pairing.changes
     elif needs_state:
         say("pairing update halves with those of earlier runs")
+        emitted = emitted_halves(lake_obj, adapter, scope.files) if pair_wait else None
         pairing = pair_across_runs(lake_obj, adapter, decoded_changes, pair_wait,
                                    pair_memory,
-                                   lake_obj._p(STAGING, run_id, "pairing"), state)
+                                   lake_obj._p(STAGING, run_id, "pairing"), state, emitted)
         decoded_changes = pairing.changes
     changes = with_source_day(apply_pairing(adapter.post_process(decoded_changes), pairing))
     if lake_obj:
         say("checking the lake for duplicates")
-        # the days come from the rows before post-processing (post-processing never adds a day)
-        scope = dedup_scope(lake_obj, staged.days, window)
         by_ids = MARK_BY_IDS_ROWS[0] <= (staged.changes or 0) <= MARK_BY_IDS_ROWS[1]
         marked = mark_duplicates(changes, scope.existing, by_ids).withColumn("_unchecked", scope.unchecked)
         if pairing or (adapter.waiting_roles and staged.has_waiting_half):  # as when the halves went via the state
             marked = mark_emitted_pairs(marked, scope.existing, adapter)
     else:
-        scope = None
         marked = mark_duplicates(changes, None).withColumn("_unchecked", F.lit(False))
 
     now = dt.datetime.now(dt.UTC)

@@ -39,6 +39,8 @@ class DedupScope:
     read_version: int
     unchecked: Column
     window_days: int | None
+    files: list[str] = field(default_factory=list)
+    """the changes files read for `existing` (absolute URIs): the lake's rows of the partitions the batch touches"""
 
 
 @dataclass
@@ -74,7 +76,7 @@ def dedup_scope(lk: Lake, rows: DataFrame | Touched, window_days: int | None = N
                                      & (F.col(SOURCE_DAY) < F.lit(limit)))
     files = [f["uri"] for f in table.live(handle=handle, stats=True) if may_hold(f, parts, touched.dayless_capture)]
     existing = read_files(lk.spark, table, files, ["event_id"]) if files else None
-    return DedupScope(existing, version, unchecked, window_days)
+    return DedupScope(existing, version, unchecked, window_days, files)
 
 
 def dayless_capture(dayless: Column) -> list[Column]:

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from typing import IO, Any, ClassVar
 
 from pydantic import Field
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdcnorm import containers
@@ -258,6 +258,14 @@ class DatastreamAdapter(Adapter):
     # -- multi-record step ------------------------------------------------------------------------------------
     waiting_roles: ClassVar[tuple[str, ...]] = ("delete",)
     """An UPDATE-INSERT alone is Datastream's ordinary update: only an UPDATE-DELETE waits for its partner."""
+
+    def emitted_half_pair(self) -> Column:
+        """The pair id (:func:`events.pair_of`) of a lake row read from an UPDATE-INSERT (its `vendor_op`, at a known
+        position): an UPDATE-DELETE arriving after it was emitted has no partner left to wait for."""
+        ct = F.upper(F.trim(F.col("vendor_op")))
+        parts = [F.col("stream"), *(F.coalesce(F.col(c), F.lit("")) for c in ("database", "schema", "table")),
+                 F.col("position")]
+        return F.when((ct == "UPDATE-INSERT") & F.col("position").isNotNull(), F.concat_ws(events.PAIR_SEP, *parts))
 
     def post_process(self, changes: DataFrame) -> DataFrame:
         """An UPDATE-INSERT whose UPDATE-DELETE partner (same `_pair`) exists becomes an INSERT flagged key_change;

@@ -28,6 +28,8 @@ RANK = {"UPDATE-DELETE": 0}
 
 PAIR_ROLES = {"UPDATE-DELETE": "delete", "UPDATE-INSERT": "insert"}
 """The two halves of a primary-key change, paired by `post_process`."""
+PAIR_SEP = "\x1f"
+"""Between the parts of a pair id (`DatastreamAdapter.emitted_half_pair` builds the same id from lake rows)."""
 
 
 def pair_of(ct: str, position: str | None, stream: str, database: str | None, schema: str | None,
@@ -35,7 +37,7 @@ def pair_of(ct: str, position: str | None, stream: str, database: str | None, sc
     """(`_pair`, `_pair_role`) of a key-change half at a known position; (None, None) for any other row."""
     if ct not in PAIR_ROLES or position is None:
         return None, None
-    return "\x1f".join((stream, database or "", schema or "", table or "", position)), PAIR_ROLES[ct]
+    return PAIR_SEP.join((stream, database or "", schema or "", table or "", position)), PAIR_ROLES[ct]
 
 
 def missing_field(ev: dict) -> str | None:
