@@ -92,7 +92,7 @@ def _normalized(spark, files, vendor, lake, by_ids, monkeypatch):
     return [{k: v for k, v in r.items() if k not in drop} for r in reports], rows
 
 
-@pytest.mark.parametrize("vf", ["datahub-blob", "replicate-json"])
+@pytest.mark.parametrize("vf", ["datahub-blob", pytest.param("replicate-json", marks=pytest.mark.slow)])
 def test_a_lake_run_commits_the_same_through_either_check(spark, tmp_path, monkeypatch, vf):
     """A quirk-on history (redeliveries, update halves split over files and runs, merged messages) normalized twice into a lake (the second
     run all duplicates of the lake's rows) through each check: same rows, same reports."""
