@@ -785,3 +785,13 @@ def test_decoded_values_are_variant_values():
     row = {f"c{i}": decode(f, v) for i, (f, v) in enumerate(cases)}
     value, metadata = variant.encode(row)
     assert value and metadata
+
+
+def test_compare_reads_doubles_of_decimal_handling_double_as_doubles():
+    """A connector with decimal.handling.mode=double: its doubles against another vendor's exact decimals."""
+    from cdcnorm.adapters import spec
+
+    (rule,) = [r for r in spec("debezium").compare_rules if r.name == "debezium_decimal_double"]
+    assert rule.applies("debezium", "double", "decimal(10,2)", "postgresql")
+    assert not rule.applies("debezium", "decimal(10,2)", "decimal(10,2)", "postgresql")
+    assert not rule.applies("datastream", "double", "decimal(10,2)", "mysql")
