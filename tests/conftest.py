@@ -39,11 +39,11 @@ SHARED_SESSION_FIXTURES = {"test_e2e": "e2e", "test_golden": "e2e", "test_inferr
                            "test_compare": "typed_history", "test_cutover": "typed_history"}
 """Modules that read one session fixture (`e2e`, `typed_history`): one xdist work unit, so it is built once."""
 HEAVY_FIRST = ("test_follow_state", "e2e", "test_lake_crash", "typed_history", "test_e2e_incremental",
-               "test_follow_feed", "test_follow", "test_cli", "test_apply_incremental", "test_apply")
+               "test_follow_feed", "test_follow", "test_cli", "test_apply_incremental", "test_debezium", "test_apply")
 """Work units with the longest serial time, started first so that no worker picks one up at the end (longest
 processing time first); the rest keep their collection order. Measured under `-n 2` (seconds of test time
 at load 13): follow_state 606, e2e 594, lake_crash 267, typed_history 250, e2e_incremental 239, follow_feed 237,
-follow 224, cli 112, apply_incremental 94, apply 65."""
+follow 224, cli 112, apply_incremental 94, apply 65; debezium about 45 at load 2."""
 
 
 def _unit(module: str) -> str:

@@ -165,6 +165,7 @@ def _one_file(into, folder: str, lines: list[str]) -> str:
     return str(path)
 
 
+@pytest.mark.slow  # five lake runs; the pass-by decision itself is checked by test_the_driver_reads_the_live_state_as_spark_does
 def test_a_batch_run_past_remembered_orphans_it_cannot_meet_skips_the_state_and_writes_what_the_state_path_writes(
         spark, tmp_path, monkeypatch):
     """A lake that remembers an orphan half: a batch run none of whose halves shares a pair id with it passes the

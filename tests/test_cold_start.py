@@ -157,6 +157,7 @@ os._exit(0)
 """
 
 
+@pytest.mark.slow  # a cold process of its own
 def test_the_warmed_python_worker_is_the_next_tasks_with_its_imports_done():
     """`warm_workers` (the command line runs it while its query starts) leaves a worker with the decode's modules
     imported, which the next Python task reuses (a module the run alone has no other reason to import in its

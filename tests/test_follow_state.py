@@ -88,6 +88,7 @@ def test_orphan_emitted_by_one_run_is_superseded_by_its_partner_in_the_next(spar
     assert applied_state(spark, split) == whole["applied"]
 
 
+@pytest.mark.slow  # the fast suite keeps test_orphan_emitted_by_one_run_is_superseded_by_its_partner_in_the_next
 def test_an_orphan_redelivered_with_its_partner_is_superseded_by_their_pair(spark, tmp_path, whole, first_half):
     """The orphan's half comes again in the run that brings its partner (a redelivery): the two pair in the run,
     and the pair must still replace the orphan emitted before (found by the 20-kill follow proof)."""
@@ -139,6 +140,7 @@ def test_a_lone_half_is_released_as_an_orphan_once_the_wait_has_passed(spark, tm
     assert len({r["supersedes"] for r in rows(spark, lake).values() if r["supersedes"]}) == 3
 
 
+@pytest.mark.slow  # three follow batches; the release rule itself is in test_a_lone_half_is_released_as_an_orphan_once_the_wait_has_passed
 def test_one_streams_newer_events_release_no_half_of_another_stream(spark, tmp_path, held):
     """The halves state is per vendor, the wait per stream: a later run of another stream (minutes newer events)
     leaves the first stream's halves waiting; its own newer events release them."""

@@ -15,10 +15,11 @@ from conftest import SAMPLES
 from golden_digest import compare, lake_digest
 
 UPDATE = os.environ.get("CDCNORM_UPDATE_GOLDEN") == "1"
-SAMPLE_OPTIONS = {"replicate": {"schema_registry": str(SAMPLES / "replicate" / "registry")}}
+SAMPLE_OPTIONS = {"replicate": {"schema_registry": str(SAMPLES / "replicate" / "registry")},
+                  "debezium": {"schema_registry": str(SAMPLES / "debezium" / "registry")}}
 
 
-@pytest.mark.parametrize("vendor", ["datahub", "datastream", "replicate"])
+@pytest.mark.parametrize("vendor", ["datahub", "datastream", "debezium", "replicate"])
 def test_samples_match_their_golden_digest(spark, tmp_path, vendor):
     lake = str(tmp_path / "lake")
     result = cdcnorm.normalize([str(SAMPLES / vendor)], vendor, spark=spark, lake=lake,
