@@ -154,6 +154,7 @@ def assert_same_lake(spark, followed: str, batch: str) -> None:
     assert a.exceptAll(b).count() == 0 and b.exceptAll(a).count() == 0
 
 
+@pytest.mark.slow  # the fast suite keeps test_follow_state's test_batch_command_is_the_available_now_query
 def test_follow_available_now_twice_equals_one_batch(spark, tmp_path):
     src, lake, ref = tmp_path / "in", str(tmp_path / "lake"), str(tmp_path / "ref")
     drop(FIRST, src)

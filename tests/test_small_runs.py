@@ -93,7 +93,7 @@ def test_a_small_lake_is_applied_as_a_small_run(codegen, tmp_path, monkeypatch):
     assert small_jobs < session_jobs  # AQE off: no job per shuffle stage or broadcast
 
 
-@pytest.mark.parametrize("vendor", ["datastream", "datahub"])
+@pytest.mark.parametrize("vendor", ["datastream", pytest.param("datahub", marks=pytest.mark.slow)])
 def test_generated_code_and_the_interpreter_normalize_alike(codegen, monkeypatch, vendor):
     """The suite runs interpreted (conftest.session_interprets); large runs use generated code: both give the
     same rows and report."""
