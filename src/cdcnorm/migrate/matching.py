@@ -2,8 +2,8 @@
 
 Changes are matched by (table, key) and source time: candidates are the other side's changes of the same key
 within the tolerance, and pairs are chosen mutually best (a change's best partner also prefers it), preferring
-the same vendor position and op (where both vendors report one), then the smallest time difference, then the
-closest rank within the key (a burst of changes at one instant pairs in order). Up to three rounds run, each on
+the same vendor position and op (where both vendors report one), then the smallest time difference (at the
+second when one side's time is a whole second: :func:`time_difference`), then the closest rank within the key (a burst of changes at one instant pairs in order). Up to three rounds run, each on
 what the previous left over; whatever is still unpaired is a change only on one side.
 
 Matched pairs carry each side's columns prefixed `l_` / `r_` (`l__us`: source time in epoch microseconds,
@@ -65,6 +65,16 @@ def _close(tol_us: int) -> Column:
     return F.abs(F.col("l__us") - F.col("r__us")) <= F.lit(tol_us)
 
 
+def time_difference(left_us: Column, right_us: Column) -> Column:
+    """Microseconds between two source times, at the coarser one's precision: a whole-second time (a MySQL binlog
+    event's, so Debezium's MySQL `source.ts_ms`) says only its second, so against it the other time counts by its
+    second too; else two changes of one key within one second would pair crosswise with the finer side's."""
+    second = F.lit(1_000_000)
+    coarse = (F.pmod(left_us, second) == 0) | (F.pmod(right_us, second) == 0)
+    seconds = F.floor(left_us / second) - F.floor(right_us / second)
+    return F.when(coarse, F.abs(seconds) * second).otherwise(F.abs(left_us - right_us))
+
+
 def _round(lr: DataFrame, rr: DataFrame, tol_us: int) -> DataFrame:
     """One round of mutual-best pairing among candidates of the same key within the tolerance.
 
@@ -74,7 +84,7 @@ def _round(lr: DataFrame, rr: DataFrame, tol_us: int) -> DataFrame:
     cand = lr.join(rr, (F.col("l_key_bytes") == F.col("r_key_bytes")) & _close(tol_us))
     same_pos = F.coalesce((F.col("l_position") == F.col("r_position")) & (F.col("l_op") == F.col("r_op")), F.lit(False))
     cand = (cand.withColumn("_p", F.when(same_pos, 0).otherwise(1))
-            .withColumn("_d", F.abs(F.col("l__us") - F.col("r__us")))
+            .withColumn("_d", time_difference(F.col("l__us"), F.col("r__us")))
             .withColumn("_rd", F.abs(F.col("l__rank") - F.col("r__rank"))))
     bl = Window.partitionBy("l_event_id").orderBy("_p", "_d", "_rd", "r_sort_key")
     br = Window.partitionBy("r_event_id").orderBy("_p", "_d", "_rd", "l_sort_key")
