@@ -1,7 +1,8 @@
-"""The canonical text of an INTERVAL: an ISO-8601 duration, whichever vendor delivered it.
+"""The canonical texts of a TIME (`[-]HH:MM:SS.ffffff`) and of an INTERVAL (an ISO-8601 duration), whichever
+vendor delivered them.
 
-Why one function: Datastream's unified INTERVAL record and Debezium's `MicroDuration` must give the same text for
-the same duration, so `compare` sees equal values.
+Why one module: Datastream's and Debezium's TIME columns, Datastream's unified INTERVAL record and Debezium's
+`MicroDuration` must give the same text for the same value, so `compare` sees equal values.
 """
 
 from __future__ import annotations
@@ -31,3 +32,13 @@ def interval_str(v: dict) -> str:
     if time:
         out += "T" + time
     return out if out != "P" else "PT0S"
+
+
+def duration_str(us: int) -> str:
+    """Micros -> '[-]HH:MM:SS.ffffff' (hours may exceed 24: MySQL TIME is an interval)."""
+    if us < 0:
+        return "-" + duration_str(-us)
+    secs, frac = divmod(us, 1_000_000)
+    mins, sec = divmod(secs, 60)
+    hours, mins = divmod(mins, 60)
+    return "%02d:%02d:%02d.%06d" % (hours, mins, sec, frac)  # noqa: UP031 - faster than an f-string per value

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from cdcnorm.canonical.durations import interval_str
+from cdcnorm.canonical.durations import duration_str, interval_str
 
 UTC = dt.UTC
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
@@ -75,15 +75,6 @@ def micros_to_ts(us: int, flags: list) -> dt.datetime | str:
 
 def millis_to_ts(ms: int) -> dt.datetime:
     return EPOCH + dt.timedelta(milliseconds=ms)
-
-
-def duration_str(us: int) -> str:
-    """Micros -> '[-]HH:MM:SS.ffffff' (hours may exceed 24: MySQL TIME is an interval)."""
-    sign = "-" if us < 0 else ""
-    secs, frac = divmod(abs(us), 1_000_000)
-    mins, sec = divmod(secs, 60)
-    hours, mins = divmod(mins, 60)
-    return f"{sign}{hours:02d}:{mins:02d}:{sec:02d}.{frac:06d}"
 
 
 def float32(v: float) -> float:

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from cdcnorm.adapters.debezium.scalars import PLAIN, Decoder, bad_value, flag
-from cdcnorm.canonical.durations import interval_str
+from cdcnorm.canonical.durations import duration_str, interval_str
 
 _UTC = dt.UTC
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
@@ -107,16 +107,6 @@ def date_dec(v: Any, fl: list | None = None) -> dt.date | str:
     raise bad_value("a day count", v)
 
 
-def _clock(us: int) -> str:
-    """Micros -> '[-]HH:MM:SS.ffffff' (hours may exceed 24), as the Datastream adapter writes times."""
-    if us < 0:
-        return "-" + _clock(-us)
-    secs, frac = divmod(us, 1_000_000)
-    mins, sec = divmod(secs, 60)
-    hours, mins = divmod(mins, 60)
-    return "%02d:%02d:%02d.%06d" % (hours, mins, sec, frac)  # noqa: UP031 - faster than an f-string here
-
-
 def time_decoder(unit: int) -> Decoder:
     """Time of day in 1/unit seconds -> 'HH:MM:SS.ffffff' (MySQL TIME may be negative or beyond 24 h)."""
     def dec(v: Any, fl: list | None = None) -> str:
@@ -131,8 +121,8 @@ def time_decoder(unit: int) -> Decoder:
                 raise bad_value("a time of day count", v)
         if unit == 1_000_000_000:
             micros, rest = divmod(v, 1000)
-            return _clock(micros) + (f"{rest:03d}" if rest else "")
-        return _clock(v * (1_000_000 // unit))
+            return duration_str(micros) + (f"{rest:03d}" if rest else "")
+        return duration_str(v * (1_000_000 // unit))
 
     return dec
 
