@@ -49,6 +49,10 @@ FLAGS: dict[str, str] = {
                       "their columns (best effort: a Base64 decimal reads as text, epoch units are assumed)",
     "unknown_position": "the event carries no usable log position (placeholders such as an empty binlog file): "
                         "its event id is made of its key, images and source time",
+    "file_order": "the vendor writes no per-row position: the row's order is its file's name and its index in the "
+                  "file, its event id the file's identity and that index (AWS DMS S3 files)",
+    "op_from_settings": "the record has no operation column: its op follows from the declared task settings (AWS DMS "
+                        "CdcInsertsOnly: INSERT; CdcInsertsAndUpdates: UPDATE, applied as an upsert)",
 }
 """Named conditions a row can carry in `flags`."""
 

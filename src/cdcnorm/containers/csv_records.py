@@ -32,11 +32,11 @@ class _Raw(io.RawIOBase):
         return len(data)
 
 
-def csv_records(src: Source) -> Iterator[Record | Damage]:
+def csv_records(src: Source, delimiter: str = ",") -> Iterator[Record | Damage]:
     """Non-blank records as `Record(value=cells, offset='line N')` (N: the line the record ends on)."""
     text = io.TextIOWrapper(io.BufferedReader(_Raw(src), 1 << 16), encoding="utf-8-sig",
                             errors="surrogateescape", newline="")
-    reader = csv.reader(text)
+    reader = csv.reader(text, delimiter=delimiter)
     index = 0
     pending: Record | None = None  # held back one record: a cut gzip stream makes the last one incomplete
     while True:

@@ -1,0 +1,59 @@
+"""Where a DMS S3 file sits and what it is: `[bucketFolder/]<schema>/<table>/` and its file name.
+
+Full-load files are `LOAD` + 8 uppercase hex digits (fixed width: string order is numeric order); CDC files
+are named by time, `yyyymmdd-hhmmssSSS[S].csv|.parquet`. Their total order within a table is (full load
+before CDC, then the file name, then the row index): DMS writes no per-row sequence. The identity of a row is
+the file's (its normalised URI and size: DMS writes an S3 object whole and never appends to it) and the
+row's index in it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cdcnorm.errors import DecodeError
+from cdcnorm.runtime.fs import normalized_uri
+
+_LOAD = re.compile(r"^LOAD[0-9A-F]{8}(?:\.|$)")
+_CDC = re.compile(r"^\d{8}-\d{9,10}(?:\.|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class S3File:
+    """One DMS S3 object: its table, kind (full load or CDC) and the parts its rows' order and ids start with."""
+
+    schema: str | None
+    table: str
+    name: str
+    full_load: bool
+    identity: str
+    """The object's ledger identity as text: normalised URI and size."""
+
+
+def split_table(name: str) -> tuple[str | None, str]:
+    """`schema.table` -> (schema, table); a bare name has no schema."""
+    schema, _, table = name.rpartition(".")
+    return (schema or None, table)
+
+
+def s3_file(path: str, size: int, table_option: str | None) -> S3File:
+    """The file's table (the option, else the two parent folders of a DMS-named file) and kind (by its name).
+
+    Raises DecodeError (`missing_table`) when neither names the table."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    name = parts[-1] if parts else path
+    if table_option:
+        schema, table = split_table(table_option)
+    elif len(parts) >= 3 and (_LOAD.match(name) or _CDC.match(name)):
+        schema, table = parts[-3], parts[-2]
+    else:
+        raise DecodeError("missing_table", f"{path}: a DMS S3 file is named LOAD######## or by its time and sits in "
+                                           "<schema>/<table>/; pass the option `table` (schema.table) for files "
+                                           "kept or named otherwise")
+    return S3File(schema, table, name, bool(_LOAD.match(name)), f"{normalized_uri(path)}#{size}")
+
+
+def is_cdc_name(name: str) -> bool:
+    """A time-named CDC file (`20240809-192717787.csv`)."""
+    return bool(_CDC.match(name))
