@@ -115,6 +115,7 @@ def test_timestamp_column_is_commit_time_in_cdc_and_transfer_time_in_full_load(t
     assert rows[0]["source_ts"] is None and rows[0]["after"] == {"id": 1, "v": "a"}
     assert rows[1]["source_ts"] == dt.datetime(2024, 1, 2, 3, 4, 9, 500000, tzinfo=UTC)
     assert rows[1]["after"] == {"id": 1, "v": "b"} and rows[1]["vendor_op"] == "U"
+    assert rows[1]["capture_ts"] == dt.datetime(2024, 1, 2, 3, 4, 10, tzinfo=UTC)  # the CDC file's name
 
 
 def test_op_for_full_load_and_cdc_inserts_settings(tmp_path):

@@ -9,6 +9,7 @@ row's index in it.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 
@@ -16,7 +17,7 @@ from cdcnorm.errors import DecodeError
 from cdcnorm.runtime.fs import normalized_uri
 
 _LOAD = re.compile(r"^LOAD[0-9A-F]{8}(?:\.|$)")
-_CDC = re.compile(r"^\d{8}-\d{9,10}(?:\.|$)")
+_CDC = re.compile(r"^(\d{8})-(\d{6})(\d{3,4})(?:\.|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,8 @@ class S3File:
     full_load: bool
     identity: str
     """The object's ledger identity as text: normalised URI and size."""
+    written: dt.datetime | None = None
+    """A CDC file's time from its name (when DMS wrote it, UTC): the rows' `capture_ts`, fixed for the object."""
 
 
 def split_table(name: str) -> tuple[str | None, str]:
@@ -51,7 +54,19 @@ def s3_file(path: str, size: int, table_option: str | None) -> S3File:
         raise DecodeError("missing_table", f"{path}: a DMS S3 file is named LOAD######## or by its time and sits in "
                                            "<schema>/<table>/; pass the option `table` (schema.table) for files "
                                            "kept or named otherwise")
-    return S3File(schema, table, name, bool(_LOAD.match(name)), f"{normalized_uri(path)}#{size}")
+    return S3File(schema, table, name, bool(_LOAD.match(name)), f"{normalized_uri(path)}#{size}", file_time(name))
+
+
+def file_time(name: str) -> dt.datetime | None:
+    """The time a CDC file is named by (`20240809-192717787` -> 2024-08-09 19:27:17.787 UTC); None otherwise."""
+    m = _CDC.match(name)
+    if m is None:
+        return None
+    try:
+        day = dt.datetime.strptime(m[1] + m[2], "%Y%m%d%H%M%S")
+    except ValueError:
+        return None
+    return day.replace(microsecond=int(m[3].ljust(6, "0")[:6]), tzinfo=dt.UTC)
 
 
 def is_cdc_name(name: str) -> bool:

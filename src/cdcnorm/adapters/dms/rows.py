@@ -136,7 +136,7 @@ class RowDecoder:
             vendor=self.vendor, format=self.fmt, stream=self.stream, op=op, vendor_op=code, flags=flags,
             source_db=self.o.source_db, database=self.database, schema=self.schema, table=f.table,
             primary_keys=self.keys, before=before, after=after,
-            source_ts=None if f.full_load else when, capture_ts=when if f.full_load else None,
+            source_ts=None if f.full_load else when, capture_ts=when if f.full_load else f.written,
             position=f"{f.name}:{index}", sort_parts=(0 if f.full_load else 1, f.name, index),
             id_parts=(f.identity, index),
         )
