@@ -8,12 +8,15 @@ single-line `json-unformatted`).
 
 from __future__ import annotations
 
+import io
 from typing import IO, Any, ClassVar
 
+import orjson
+
 from cdcnorm import containers
-from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
+from cdcnorm.adapters.base import Adapter, AdapterOptions, FirstPass, MessageMeta
 from cdcnorm.adapters.dms.files import csv_rows, object_size, parquet_rows
-from cdcnorm.adapters.dms.messages import INTERNAL_RULE, MessageDecoder, is_message
+from cdcnorm.adapters.dms.messages import INTERNAL_RULE, MessageDecoder, is_message, learnt_def, stored_def
 from cdcnorm.adapters.dms.options import DmsOptions
 from cdcnorm.adapters.dms.paths import S3File, s3_file
 from cdcnorm.adapters.dms.rows import Layout, RowDecoder, layout
@@ -22,6 +25,7 @@ from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.errors import DecodeError
 
 VENDOR = SPEC.name
+CREATE_TABLE = b'"create-table"'
 FMT_CSV, FMT_PARQUET, FMT_JSON = SPEC.formats
 PARQUET_TYPES = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint"}
 
@@ -46,6 +50,40 @@ class DmsAdapter(Adapter):
         text = head[:16384]
         return (b'"metadata"' in text and b'"record-type"' in text and b'"operation"' in text
                 and (b'"table-name"' in text or b'"schema-name"' in text))
+
+    # -- the first pass: every create-table record, wherever it sits -----------------------------------------
+    uses_stored_schemas: ClassVar[bool] = True
+
+    def needs_first_pass(self) -> bool:
+        return self.options.learn_tables
+
+    def first_pass_file(self, path: str, fh: IO[bytes]) -> list[dict[str, Any]]:
+        """The `create-table` definitions of a message file (S3 data files have none)."""
+        src = containers.open_source(fh)
+        if containers.container_of(src) != "json":
+            return []
+        data = src.read()
+        if CREATE_TABLE not in data:
+            return []
+        records = containers.JsonRecords(containers.open_source(io.BytesIO(data)), containers.loads_exact)
+        return [d for rec in records if isinstance(rec, containers.Record)
+                and (d := learnt_def(rec.value)) is not None]
+
+    def first_pass_message(self, value: bytes | None) -> list[dict[str, Any]]:
+        if not value or CREATE_TABLE not in value:
+            return []
+        try:
+            found = learnt_def(containers.loads_exact(value))
+        except ValueError:
+            return []
+        return [found] if found is not None else []
+
+    def prepare(self, first: FirstPass) -> DmsAdapter:
+        """Decode with every table definition the input and the lake hold (input last: the newest wins)."""
+        stored = [d for d in map(stored_def, first.stored_schemas) if d is not None]
+        found = sorted(first.items, key=lambda d: (str(d.get("schema")), d["table"], orjson.dumps(d)))
+        defs = [*self.options.table_defs, *stored, *found]
+        return type(self)(self.options.model_copy(update={"table_defs": defs, "learn_tables": False}))
 
     # -- files -----------------------------------------------------------------------------------------------
     def read_file(self, path: str, fh: IO[bytes], out: BatchBuilder):

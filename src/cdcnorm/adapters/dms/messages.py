@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from cdcnorm.adapters.dms.options import DmsOptions
@@ -77,8 +78,9 @@ class MessageDecoder:
         self.o, self.vendor, self.fmt = o, vendor, fmt
         self.defs: dict[tuple[str | None, str], TableDef] = {}
         self._decoders: dict[tuple[str | None, str], dict[str, Any]] = {}
-        mysql = (o.source_db or "").lower() in ("mysql", "mariadb", "aurora-mysql")
-        self.mysql = mysql
+        self.mysql = (o.source_db or "").lower() in ("mysql", "mariadb", "aurora-mysql")
+        for d in o.table_defs:
+            self.defs[(d.get("schema"), d["table"])] = TableDef(dict(d.get("columns") or {}), d.get("keys") or None)
 
     def learn(self, schema: str | None, table: str, tdef: TableDef) -> None:
         self.defs[(schema, table)] = tdef
@@ -116,7 +118,8 @@ class MessageDecoder:
         if op is None:
             raise DecodeError("unknown_op", f"metadata.operation {operation[:40]!r} is not load, insert, update or "
                                             "delete")
-        return "change", self._data(obj, meta, op, schema, table, stream), []
+        changes = self._data(obj, meta, op, schema, table, stream)
+        return "change", changes, self._grown(obj.get("data"), schema, table, stream, changes[0])
 
     def _where(self, schema: str | None) -> tuple[str | None, str | None]:
         return (schema, None) if self.mysql else (None, schema)
@@ -175,6 +178,30 @@ class MessageDecoder:
             return split_key_change(Change(**{**_fields(change), "before": old}))
         return [change]
 
+    def _grown(self, data: Any, schema: str | None, table: str, stream: str, change: Change) -> list[SchemaVersion]:
+        """A schema version when a message has columns its table's definition lacks (a column added after the
+        `create-table`: `add-column` control records carry no definition), typed by the values."""
+        learnt = self.defs.get((schema, table))
+        if learnt is None or not isinstance(data, dict):
+            return []
+        prefix = self.o.before_image_prefix
+        extra = {n: value_type(v) for n, v in data.items() if n not in learnt.columns and not n.startswith(prefix)}
+        if not extra:
+            return []
+        grown = TableDef({**learnt.columns, **extra}, learnt.keys)
+        self.learn(schema, table, grown)
+        return [self._version(grown, schema, table, stream, change.source_ts or change.capture_ts)]
+
+    def _version(self, tdef: TableDef, schema: str | None, table: str, stream: str,
+                 when: dt.datetime | None) -> SchemaVersion:
+        keys = tdef.keys or []
+        cols = [SchemaColumn(name=n, vendor_type=None, canonical_type=t, ordinal=i + 1,
+                             pk_position=keys.index(n) + 1 if n in keys else None)
+                for i, (n, t) in enumerate(tdef.columns.items())]
+        d, s = self._where(schema)
+        return SchemaVersion(vendor=self.vendor, stream=stream, schema_version=version_of(tdef), columns=cols,
+                             source_db=self.o.source_db, database=d, schema=s, table=table, first_seen=when)
+
     def _image_only(self, values: dict[str, Any], schema: str | None, table: str) -> dict[str, Any]:
         decs = self._columns(schema, table)
         return {n: decs[n](v) if n in decs and decs[n] is not None and v is not None else v for n, v in values.items()}
@@ -188,14 +215,7 @@ class MessageDecoder:
         tdef = table_def(control) if operation == "create-table" else None
         if tdef is not None:
             self.learn(schema, table, tdef)
-            keys = tdef.keys or []
-            cols = [SchemaColumn(name=n, vendor_type=None, canonical_type=t, ordinal=i + 1,
-                                 pk_position=keys.index(n) + 1 if n in keys else None)
-                    for i, (n, t) in enumerate(tdef.columns.items())]
-            version = f"dms-{image_hash({n: t for n, t in tdef.columns.items()}).hex()[:16]}"
-            versions.append(SchemaVersion(vendor=self.vendor, stream=stream, schema_version=version, columns=cols,
-                                          source_db=self.o.source_db, database=d, schema=s, table=table,
-                                          first_seen=when))
+            versions.append(self._version(tdef, schema, table, stream, when))
         op = "DDL" if operation in DDL_OPS else "CONTROL"
         content = control or None
         change = Change(
@@ -208,6 +228,48 @@ class MessageDecoder:
         return [change], versions
 
 
+def learnt_def(obj: Any) -> dict[str, Any] | None:
+    """A first-pass item: the table definition of a `create-table` control record (None for other records)."""
+    if not is_message(obj):
+        return None
+    meta = obj["metadata"]
+    if meta.get("record-type") != "control" or meta.get("operation") != "create-table":
+        return None
+    tdef = table_def(obj.get("control") or {})
+    names = table_name(meta)
+    if tdef is None or names is None or names[1].lower().startswith("awsdms_"):
+        return None
+    return {"schema": names[0], "table": names[1], "columns": tdef.columns, "keys": tdef.keys}
+
+
+def stored_def(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A table definition from a schema version an earlier run stored (a `LAKE/schemas` row)."""
+    cols = sorted(row.get("columns") or [], key=lambda c: c.get("ordinal") or 0)
+    if not cols or not row.get("table"):
+        return None
+    keyed = sorted((c["pk_position"], c["name"]) for c in cols if c.get("pk_position"))
+    return {"schema": row.get("schema") or row.get("database"), "table": row["table"],
+            "columns": {c["name"]: c.get("canonical_type") or "string" for c in cols},
+            "keys": [n for _, n in keyed] or None}
+
+
+def version_of(tdef: TableDef) -> str:
+    """A schema version id from the columns, their types and the key."""
+    return f"dms-{image_hash({**tdef.columns, '': ','.join(tdef.keys or ())}).hex()[:16]}"
+
+
+_VALUE_TYPES = {bool: "boolean", int: "bigint", float: "double", str: "string"}
+
+
+def value_type(v: Any) -> str:
+    """The canonical type a JSON value suggests (a column no definition types); NULL: string."""
+    if isinstance(v, Decimal):
+        exp = v.as_tuple().exponent
+        scale = -exp if isinstance(exp, int) and exp < 0 else 0
+        return f"decimal(38,{min(scale, 38)})"
+    return _VALUE_TYPES.get(type(v), "string")
+
+
 def _fields(c: Change) -> dict[str, Any]:
     return {name: getattr(c, name) for name in c.__dataclass_fields__}
 
@@ -218,4 +280,4 @@ def table_name(meta: dict[str, Any]) -> tuple[str | None, str] | None:
     return (meta.get("schema-name") or None, t) if isinstance(t, str) and t else None
 
 
-__all__ = ["MessageDecoder", "is_message", "split_table", "table_def", "table_name"]
+__all__ = ["MessageDecoder", "is_message", "learnt_def", "split_table", "stored_def", "table_def", "table_name"]

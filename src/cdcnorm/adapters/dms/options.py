@@ -48,5 +48,11 @@ class DmsOptions(AdapterOptions):
     """Prefix of before-image columns inside a row (the `add-before-image-columns` table-mapping rule)."""
     before_image_field: str = "before-image"
     """`BeforeImageSettings.FieldName` of stream messages."""
+    learn_tables: bool = True
+    """Read every `create-table` control record of the input (and the table versions earlier runs stored)
+    before decoding, so each message knows its table's key and types wherever its record sits."""
+    table_defs: list[dict] = []
+    """Table definitions from `create-table` records (`{schema, table, columns, keys}`): filled by the first
+    pass; may also be given."""
     no_hex_prefix: bool = False
     """`NoHexPrefix`: binary values are hex without the `0x` prefix."""

@@ -130,7 +130,12 @@ class RowDecoder:
                 old[lay.before[name]] = v
             else:
                 image[name] = v
-        before = image if op == "DELETE" else (old or None) if op == "UPDATE" else None
+        keys = self.keys or ()
+        moved = op == "UPDATE" and bool(keys) and all(k in old for k in keys) and \
+            any(old[k] != image.get(k) for k in keys)
+        before = image if op == "DELETE" else None
+        if op == "UPDATE" and not moved and set(old) - set(keys):
+            before = old  # a before image beyond the key columns
         after = None if op == "DELETE" else image
         change = Change(
             vendor=self.vendor, format=self.fmt, stream=self.stream, op=op, vendor_op=code, flags=flags,
@@ -140,4 +145,7 @@ class RowDecoder:
             position=f"{f.name}:{index}", sort_parts=(0 if f.full_load else 1, f.name, index),
             id_parts=(f.identity, index),
         )
-        return split_key_change(change) if old else [change]
+        if moved:  # the old key's row: only what the before-image columns hold
+            change.before = old
+            return split_key_change(change)
+        return [change]
