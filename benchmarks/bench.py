@@ -54,9 +54,11 @@ import memory as reader_memory
 ROOT = Path(__file__).resolve().parent.parent
 FORMATS = ("datastream-json", "datastream-avro", "replicate-json", "replicate-avro", "replicate-capture",
            "datahub-blob", "datahub-concat", "datahub-tuple", "debezium-json", "debezium-json-noschema",
-           "debezium-avro")
+           "debezium-avro", "dms-csv", "dms-parquet", "dms-kinesis")
 BINARY = {"datastream-avro", "replicate-avro", "replicate-capture", "debezium-avro"}
 """Avro containers: the copy floor reads them as whole binary objects, fastavro alone is their baseline."""
+PARQUET = {"dms-parquet"}
+"""Parquet files: the copy floor reads them as whole binary objects (no fastavro baseline)."""
 TARGET_COPY = 10.0
 """target: a JSON format's normalize CPU at most 10x the copy floor's"""
 TARGET_HANDWRITTEN = 1.0
@@ -99,6 +101,11 @@ def options_for(vf: str, root: Path) -> dict[str, Any]:
     if vf == "datahub-tuple":
         folder = root / "schemas" / "datahub-tuple"
         opts["tuple_schemas"] = {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.json"))}
+    if vf.startswith("dms-"):  # S3 files: the task's settings, keys and column types
+        from cdcnorm.simulate import Manifest
+        from cdcnorm.simulate.formats import FORMATS as SIMULATED
+
+        opts.update(SIMULATED[vf].user_options(root, Manifest.load(root).vendor_formats[vf]))
     return opts
 
 
@@ -144,7 +151,7 @@ def normalize(spark, vf: str, root: Path, files: list[str], lake: str) -> tuple[
 
 def warm_up(spark, vf: str, root: Path, files: list[str], scratch: Path) -> None:
     """A cold JVM would distort every ratio: run the copy floor and a one-file normalize once, untimed."""
-    baselines.copy_floor(spark, files, str(scratch / "warm-copy"), vf in BINARY)
+    baselines.copy_floor(spark, files, str(scratch / "warm-copy"), vf in BINARY | PARQUET)
     smallest = min(files, key=os.path.getsize)
     normalize(spark, vf, root, [smallest], str(scratch / "warm-lake"))
     if vf == "datastream-json":
@@ -181,7 +188,7 @@ def bench_format(spark, args: argparse.Namespace, vf: str) -> dict[str, Any]:
     warm_up(spark, vf, root, files, scratch)
 
     binary = vf in BINARY
-    measured(res, "copy_floor", lambda: baselines.copy_floor(spark, files, str(scratch / "copy"), binary))
+    measured(res, "copy_floor", lambda: baselines.copy_floor(spark, files, str(scratch / "copy"), vf in BINARY | PARQUET))
     baselines.reset_peaks(spark)
     lake = str(scratch / "lake")
     report = measured(res, "normalize", lambda: normalize(spark, vf, root, files, lake)[1])
