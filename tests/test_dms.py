@@ -258,3 +258,43 @@ def test_other_vendors_samples_are_not_claimed(vendor):
         assert not DmsAdapter.sniff(str(p), p.read_bytes()[:65536]), p
     for p in (KAFKA, KINESIS):
         assert not adapter_class(vendor).sniff(str(p), p.read_bytes()[:65536]), (vendor, p)
+
+
+# -- the first pass: create-table records wherever they sit ----------------------------------------------------------
+def test_create_table_in_another_file_types_and_keys_later_messages():
+    from cdcnorm.adapters.base import FirstPass
+
+    adapter = DmsAdapter()
+    with KINESIS.open("rb") as fh:
+        items = adapter.first_pass_file(str(KINESIS), fh)
+    assert items == [{"schema": "public", "table": "items", "keys": ["id"],
+                      "columns": {"id": "int", "name": "string", "price": "decimal(10,2)", "attributes": "string",
+                                  "updated": "timestamp_ntz"}}]
+    with KAFKA.open("rb") as fh:
+        assert adapter.first_pass_file(str(KAFKA), fh) == []
+    prepared = adapter.prepare(FirstPass(kind="messages", items=items))
+    assert not prepared.options.learn_tables
+    msg = {"data": {"id": 9, "price": "5.5"}, "metadata": {
+        "timestamp": "2024-08-09T19:10:00Z", "record-type": "data", "operation": "insert",
+        "schema-name": "public", "table-name": "items", "transaction-id": 7}}
+    out = BatchBuilder()
+    out.begin_record("t", 0)
+    prepared.decode_message(json.dumps(msg).encode(), MessageMeta(), out)
+    row = changes(rows_of(out.flush()))[0]
+    assert row["key"] == {"id": 9} and row["after"] == {"id": 9, "price": Decimal("5.50"), "name": None,
+                                                        "attributes": None, "updated": None}
+    assert adapter.first_pass_message(json.dumps(msg).encode()) == []
+
+
+def test_a_column_added_after_create_table_gets_a_schema_version():
+    lines = [json.dumps(m) for m in (
+        {"data": None, "metadata": {"timestamp": "2024-01-01T00:00:00Z", "record-type": "control",
+                                    "operation": "create-table", "schema-name": "s", "table-name": "t"},
+         "control": {"table-def": {"columns": {"id": {"type": "INT32"}}, "primary-key": ["id"]}}},
+        {"data": {"id": 1, "tier": "gold"}, "metadata": {"timestamp": "2024-01-01T00:00:01Z", "record-type": "data",
+                                                         "operation": "insert", "schema-name": "s", "table-name": "t"}},
+    )]
+    rows = decode(*(line.encode() for line in lines))
+    versions = [json.loads(r["_schema"]) for r in rows if r["_kind"] == "schema"]
+    assert [[c["name"] for c in v["columns"]] for v in versions] == [["id"], ["id", "tier"]]
+    assert versions[1]["columns"][0]["pk_position"] == 1 and versions[1]["columns"][1]["canonical_type"] == "string"

@@ -36,12 +36,19 @@ def lake(spark, tmp_path_factory):
     return lake
 
 
+DOCUMENTED = {"json_text_binary", "naive_vs_instant", "datastream_mysql_date_midnight", "integer_boolean",
+              "json_text_decimal"}
+"""The projections docs/adapters/dms.md lists for DMS against Datastream JSON (all generic compare rules)."""
+
+
 @pytest.mark.parametrize("left", ["dms:dms", "dms:s3"])
 def test_dms_compares_equal_to_datastream(spark, lake, left):
-    rep = compare(spark, lake, lake, left_vendor=left, right_vendor="datastream", tables=["customers"])
+    rep = compare(spark, lake, lake, left_vendor=left, right_vendor="datastream", tables=["customers", "order_lines"])
     assert rep["equal"] is True, [t["reasons"] for t in rep["tables"]]
-    (table,) = rep["tables"]
-    assert table["stream"]["matched"] > 0 and table["stream"]["only_left"] == table["stream"]["only_right"] == 0
+    assert len(rep["tables"]) == 2
+    for table in rep["tables"]:
+        assert set(table["state"]["lossy"]) <= DOCUMENTED, table["state"]["lossy"]
+        assert table["stream"]["matched"] > 0 and table["stream"]["only_left"] == table["stream"]["only_right"] == 0
 
 
 def test_inserts_only_never_delivers_deletes_and_compare_says_so(spark, lake):

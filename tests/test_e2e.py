@@ -25,6 +25,8 @@ def _streams(e2e, vf: str) -> set[str]:
     return streams_of(e2e["manifest"], vf, vf in E2E_NATURAL)
 
 LARGE = [{"tables": 5, "rows": 150, "changes": 2500, "seed": seed} for seed in (2, 3)]
+WRITTEN_ONCE = {"dms-csv", "dms-parquet"}
+"""S3 objects written once: a redelivery is the same object (the input-file ledger skips it), never a record."""
 
 
 @pytest.mark.parametrize("vf", every_format_param())
@@ -47,7 +49,7 @@ def test_redelivered_records_are_dropped_as_duplicates(request, vf):
     e2e = e2e_for(request, vf)
     report = e2e["reports"][vf]
     stats = [e2e["stream_stats"][s] for s in _streams(e2e, vf)]
-    assert "duplicates" in e2e["manifest"].quirks and report["outcomes"]["duplicate"] > 0
+    assert "duplicates" in e2e["manifest"].quirks and (report["outcomes"]["duplicate"] > 0 or vf in WRITTEN_ONCE)
     assert sum(s["rows"] for s in stats) == sum(s["ids"] for s in stats) == report["rows_written"]
 
 
@@ -94,7 +96,7 @@ def test_larger_histories_equal_the_truth(spark, tmp_path, size):
     reports = run["reports"]
     assert {vf: r["outcomes"]["quarantined"] for vf, r in reports.items() if not r["reconciled"]
             or r["outcomes"]["quarantined"]} == {}
-    assert all(r["outcomes"]["duplicate"] > 0 for r in reports.values())
+    assert all(r["outcomes"]["duplicate"] > 0 for vf, r in reports.items() if vf not in WRITTEN_ONCE)
 
 
 def test_dataworks_shapes_round_trip(spark, e2e):

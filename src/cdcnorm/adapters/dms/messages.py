@@ -29,7 +29,6 @@ DATA_OPS = {"load": "SNAPSHOT", "insert": "INSERT", "update": "UPDATE", "delete"
 DDL_OPS = frozenset({"create-table", "drop-table", "rename-table", "add-column", "drop-column", "rename-column",
                      "change-columns", "column-type-change"})
 INTERNAL_RULE = "dms_internal_table"
-MESSAGE_KEYS = frozenset({"data", "metadata", "control"})
 
 
 def is_message(obj: Any) -> bool:
@@ -175,7 +174,8 @@ class MessageDecoder:
             sort_parts=(0 if snapshot else 1, _us(when), str(spos or ""), int(rec_id or 0)), id_parts=id_parts,
         )
         if moved:  # the old key's row: only what the before image holds (pk-only by default)
-            return split_key_change(Change(**{**_fields(change), "before": old}))
+            change.before = old
+            return split_key_change(change)
         return [change]
 
     def _grown(self, data: Any, schema: str | None, table: str, stream: str, change: Change) -> list[SchemaVersion]:
@@ -268,10 +268,6 @@ def value_type(v: Any) -> str:
         scale = -exp if isinstance(exp, int) and exp < 0 else 0
         return f"decimal(38,{min(scale, 38)})"
     return _VALUE_TYPES.get(type(v), "string")
-
-
-def _fields(c: Change) -> dict[str, Any]:
-    return {name: getattr(c, name) for name in c.__dataclass_fields__}
 
 
 def table_name(meta: dict[str, Any]) -> tuple[str | None, str] | None:
