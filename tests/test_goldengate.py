@@ -298,3 +298,13 @@ def test_sniff_takes_goldengate_and_not_lookalikes():
     assert not GoldenGateAdapter.sniff(None, confluent)  # Confluent's Oracle CDC connector: no `pos`
     dbz = b'{"before":null,"after":{"id":1},"source":{"connector":"mysql"},"op":"c","ts_ms":1}'
     assert not GoldenGateAdapter.sniff(None, dbz)
+
+
+def test_wide_decimals_keep_every_digit():
+    types = {"APP.T": {"ID": "int", "BIG": "decimal(60,20)"}}
+    (row,) = changes(decode(b'{"table":"APP.T","op_type":"I","op_ts":"2024-01-02 03:04:05","pos":"00000000010000000100",'
+                            b'"after":{"ID":1,"BIG":19255060800167042919.85693523793079722859}}', column_types=types))
+    assert row["after"]["BIG"] == "19255060800167042919.85693523793079722859"  # > 38 digits: exact text
+    assert "decimal_as_string" in row["flags"]
+    (row,) = changes(decode(record(op_type="I", after={"ID": 1, "BIG": 5}), column_types=types))
+    assert str(row["after"]["BIG"]) == "5.00000000000000000000"

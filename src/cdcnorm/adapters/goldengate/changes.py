@@ -148,12 +148,13 @@ def changes_of(op: Op, ctx: Context, tx: Tx | None = None) -> list[Change]:
     pos = op.pos.strip() if isinstance(op.pos, str) and op.pos.strip() else None
     key = key_of(before if kind == "DELETE" else after, pks) if kind != "TRUNCATE" else None
     if pos is not None:
-        sort: tuple = (1, *pos_order(pos))
-        ident: tuple = (pos,)
+        # a row formatter's delete-insert for a key update: a D and an I at one pos, the delete first
+        sort: tuple = (1, *pos_order(pos), 0 if kind == "DELETE" else 1)
+        ident: tuple = (pos, kind)
     else:
         flags.append("unknown_position")
         us = (source_ts - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1) if source_ts else 0
-        sort = (1, 2, us, 0, "")
+        sort = (1, 2, us, 0, "", 0 if kind == "DELETE" else 1)
         ident = (kind, "row", source_ts.isoformat() if source_ts else None,
                  tuple((key or {}).values()), image_hash(before).hex(), image_hash(after).hex())
     tx_id = tx_seq = tx_last = None

@@ -14,7 +14,7 @@ import binascii
 import datetime as dt
 import re
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
 from cdcnorm.adapters.goldengate.positions import parse_local
@@ -70,8 +70,12 @@ def _decimal(scale: int | None) -> Decoder:
             d = v if type(v) is Decimal else Decimal(str(v).strip())
         except (InvalidOperation, ValueError):
             raise _bad(v, "decimal") from None
-        if scale is not None and d == d.quantize(Decimal(1).scaleb(-scale), rounding="ROUND_DOWN"):
-            return d.quantize(Decimal(1).scaleb(-scale))
+        if scale is None or not d.is_finite():
+            return d
+        sign, digits, exp = d.as_tuple()
+        if exp >= -scale:  # at the declared scale exactly (more fraction digits than declared: kept as written)
+            ctx = Context(prec=len(digits) + max(exp, 0) + scale + 1)
+            return d.quantize(Decimal(1).scaleb(-scale), context=ctx)
         return d
 
     return dec
