@@ -39,6 +39,11 @@ class TestGoldenGateContract(AdapterContract):
     options = {"column_types": ORDER_TYPES}
     message_file = str(TX)
 
+    def test_row_modeled_key_change_is_flagged_by_post_process(self, rows):
+        halves = sorted((r["op"], r["key"]) for r in rows
+                        if r["format"] == "goldengate.json_row" and "key_change" in (r["flags"] or []))
+        assert halves == [("DELETE", '{"CUST_ID":7}'), ("INSERT", '{"CUST_ID":8}')]
+
 
 def read(*paths: Path, **options) -> list[dict]:
     return decode_files("goldengate", paths, **options)
@@ -134,11 +139,20 @@ def test_delete_needs_a_before_image():
 
 def test_row_modeled_records():
     rows = changes(read(ROWS))
-    assert [r["op"] for r in rows] == ["INSERT", "UPDATE", "DELETE", "TRUNCATE"]
+    assert [r["op"] for r in rows] == ["INSERT", "UPDATE", "DELETE", "INSERT", "DELETE", "TRUNCATE"]
     assert {r["format"] for r in rows} == {"goldengate.json_row"}
     assert rows[0]["after"] == {"CUST_ID": 7, "NAME": "Łukasz", "CITY": "北京", "BALANCE": Decimal("10.5")}
     assert rows[1]["before"] is None and "before_unknown" in rows[1]["flags"]
     assert rows[2]["before"]["CITY"] == "東京タワー" and rows[2]["after"] is None
+
+
+def test_row_modeled_delete_insert_at_one_pos_is_a_key_change_pair():
+    rows = changes(read(ROWS))
+    old, new = rows[2], rows[3]
+    assert old["position"] == new["position"] and old["event_id"] != new["event_id"]
+    assert old["sort_key"] < new["sort_key"]  # the delete first
+    assert old["_pair"] == new["_pair"] and (old["_pair_role"], new["_pair_role"]) == ("delete", "insert")
+    assert rows[4]["_pair"] != old["_pair"]  # post_process flags both halves key_change (the contract checks)
     assert rows[0]["capture_ts"] == dt.datetime(2024, 3, 5, 10, 0, 1, 500000, tzinfo=UTC)
 
 

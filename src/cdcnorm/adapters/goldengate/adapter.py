@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import IO, Any, ClassVar
 
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
 from cdcnorm import containers
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
 from cdcnorm.adapters.goldengate import avro, envelope
@@ -19,6 +22,7 @@ from cdcnorm.adapters.goldengate.positions import zone
 from cdcnorm.adapters.goldengate.spec import SPEC
 from cdcnorm.adapters.goldengate.values import TableTypes
 from cdcnorm.canonical.emit import BatchBuilder
+from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.record import Change
 from cdcnorm.errors import DecodeError
 
@@ -119,6 +123,22 @@ class GoldenGateAdapter(Adapter):
         if self._schemas is None:
             self._schemas = avro.SchemaStore(self.options.avro_schemas)
         self._emit(self._ops(avro.op_of(self._schemas.read(value, meta.topic)), FMT_AVRO, None), out)
+
+    # -- a row formatter's key update: a delete and an insert at one pos ----------------------------------------
+    def post_process(self, changes: DataFrame) -> DataFrame:
+        """A row-modeled DELETE and INSERT of one table at one `pos` are the two halves of a primary-key update
+        (`pkUpdateHandling=delete-insert`): both are flagged `key_change`. Op-modeled key changes are split and
+        flagged by the decoder."""
+        if not self.options.link_key_changes:
+            return changes
+        pairs = (changes.where(F.col(B.PAIR).isNotNull()).groupBy(F.col(B.PAIR).alias("_kc_pair"))
+                 .agg((F.size(F.collect_set(B.PAIR_ROLE)) > 1).alias("_kc_both")))
+        joined = changes.join(pairs, F.col(B.PAIR) == F.col("_kc_pair"), "left")
+        both = F.coalesce(F.col("_kc_both"), F.lit(False))
+        flags = F.coalesce(F.col("flags"), F.array().cast("array<string>"))
+        return (joined.withColumn("flags", F.when(both, F.array_union(flags, F.array(F.lit("key_change"))))
+                                  .otherwise(F.col("flags")))
+                .drop("_kc_pair", "_kc_both"))
 
     # -- one operation ---------------------------------------------------------------------------------------
     def _json(self, obj: Any, tx: Tx | None) -> list[Change]:

@@ -169,6 +169,9 @@ def changes_of(op: Op, ctx: Context, tx: Tx | None = None) -> list[Change]:
         missing_columns=missing, source_ts=source_ts, capture_ts=instant(op.current_ts, ctx.current_tz),
         tx_id=tx_id, tx_seq=tx_seq, tx_last=tx_last, position=pos,
     )
+    if op.row and pos is not None and kind in ("DELETE", "INSERT"):
+        # a row formatter's pkUpdateHandling=delete-insert: linked as a key change when both are there
+        change.pair, change.pair_role = "\x1f".join(map(str, (ctx.stream, database, schema, table, pos))), kind.lower()
     if kind == "UPDATE" and pks and _has_key(before, pks) and _has_key(after, pks):
         return split_key_change(change)
     return [change]

@@ -38,5 +38,8 @@ class GoldenGateOptions(AdapterOptions):
     avro_schemas: str | None = None
     """Folder of the Avro formatter's `.avsc` files (`generateSchema`), for Avro messages outside container
     files: plain table schemas, and with `wrapMessageInGenericAvroMessage` the payload's schema by fingerprint."""
+    link_key_changes: bool = True
+    """Link a row-modeled delete and insert of one table at one `pos` (`pkUpdateHandling=delete-insert`) as
+    a primary-key change (one grouping over the run's row-modeled deletes and inserts)."""
     source_db: str | None = None
     """The source database product (`oracle`, `mysql`, ...); GoldenGate records do not say."""
