@@ -54,8 +54,8 @@ import memory as reader_memory
 ROOT = Path(__file__).resolve().parent.parent
 FORMATS = ("datastream-json", "datastream-avro", "replicate-json", "replicate-avro", "replicate-capture",
            "datahub-blob", "datahub-concat", "datahub-tuple", "debezium-json", "debezium-json-noschema",
-           "debezium-avro", "goldengate-json", "goldengate-json_row")
-BINARY = {"datastream-avro", "replicate-avro", "replicate-capture", "debezium-avro"}
+           "debezium-avro", "goldengate-json", "goldengate-json_row", "goldengate-avro_op")
+BINARY = {"datastream-avro", "replicate-avro", "replicate-capture", "debezium-avro", "goldengate-avro_op"}
 """Avro containers: the copy floor reads them as whole binary objects, fastavro alone is their baseline."""
 TARGET_COPY = 10.0
 """target: a JSON format's normalize CPU at most 10x the copy floor's"""

@@ -10,14 +10,30 @@ from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
 
+import fastavro
+
 META = {"table", "op_type", "op_ts", "current_ts", "pos", "primary_keys", "tokens"}
 
 
 def lines(out: Path, fmt: str) -> list[dict]:
+    """Every record of a format; Avro op records as their JSON form (a column whose `_isMissing` is true is
+    absent from its image)."""
     found = []
+    if fmt == "avro_op":
+        for path in sorted((out / "goldengate" / fmt).rglob("*.avro")):
+            with open(path, "rb") as fh:
+                found += [{**r, "before": _present(r["before"]), "after": _present(r["after"])}
+                          for r in fastavro.reader(fh)]
+        return found
     for path in sorted((out / "goldengate" / fmt).rglob("*.jsonl")):
         found += [json.loads(ln, parse_float=Decimal) for ln in path.read_text(encoding="utf-8").splitlines()]
     return found
+
+
+def _present(image: dict | None) -> dict | None:
+    if image is None:
+        return None
+    return {k: v for k, v in image.items() if not k.endswith("_isMissing") and not image.get(f"{k}_isMissing")}
 
 
 def pos_key(pos: str) -> tuple[int, int]:
@@ -33,7 +49,7 @@ def typed(kind: str, v):
     if kind == "date":
         return dt.date.fromisoformat(v[:10])
     if kind == "bytes":
-        return base64.b64decode(v)
+        return v if isinstance(v, bytes) else base64.b64decode(v)
     if kind == "bool":
         return bool(v)
     if kind == "float":
@@ -55,7 +71,7 @@ def replay(info: dict, fmt: str, recs: list[dict]) -> dict[str, list[dict]]:
         keyless: list = []
         for at in sorted(by_table[name], key=lambda p: (pos_key(p[0]), p[1] != "D")):
             r = by_table[name][at]
-            if fmt == "json":
+            if fmt != "json_row":
                 before, after = r.get("before") or None, r.get("after")
             else:
                 image = {k: v for k, v in r.items() if k not in META}

@@ -32,7 +32,7 @@ def canonical(rows: list[dict]) -> list[str]:
     return sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
 
 
-@pytest.mark.parametrize("fmt", ["json", "json_row"])
+@pytest.mark.parametrize("fmt", ["json", "json_row", "avro_op"])
 def test_replaying_the_records_gives_the_truth(sim, fmt):
     man, out = sim
     state = replay(man.vendor_formats[f"goldengate-{fmt}"]["tables"], fmt, lines(out, fmt))
@@ -62,13 +62,28 @@ def test_records_carry_the_reference_shape_and_the_quirks(sim):
     assert any(len(ts) > 1 for ts in copies.values())  # a redelivered copy: same pos, later current_ts
 
 
+def test_avro_marks_what_a_compressed_update_or_an_empty_before_lacks(sim):
+    _, out = sim
+    import fastavro
+
+    recs = []
+    for path in sorted((out / "goldengate" / "avro_op").rglob("*.avro")):
+        with open(path, "rb") as fh:
+            recs += list(fastavro.reader(fh))
+    updates = [r for r in recs if r["op_type"] == "U"]
+    missing = [[k for k, v in r["after"].items() if k.endswith("_isMissing") and v] for r in updates]
+    assert any(missing) and not all(missing)
+    assert any(all(v for k, v in r["before"].items() if k.endswith("_isMissing")) for r in updates)
+
+
 def test_without_quirks_updates_carry_full_images(tmp_path):
     simulate(tmp_path, vendors=["goldengate-json"], quirks=[], **SIZE)
     updates = [r for r in lines(tmp_path, "json") if r["op_type"] == "U"]
     assert updates and all(r["before"] and set(r["before"]) == set(r["after"]) for r in updates)
 
 
-@pytest.mark.parametrize("vf", ["goldengate-json", pytest.param("goldengate-json_row", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("vf", ["goldengate-json", pytest.param("goldengate-json_row", marks=pytest.mark.slow),
+                                pytest.param("goldengate-avro_op", marks=pytest.mark.slow)])
 def test_normalize_and_apply_equal_the_truth(spark, tmp_path, vf):
     run = build_lake(spark, tmp_path / "sim", tmp_path / "lake", formats=(vf,), rotate=60, **SIZE)
     report = run["reports"][vf]

@@ -1,4 +1,4 @@
-"""Oracle GoldenGate encoder: the JSON formatter, operation-modeled and row-modeled, one file per table topic.
+"""Oracle GoldenGate encoder: the JSON formatter (operation- and row-modeled) and the Avro op formatter.
 
 Written from docs/reference (goldengate.md), never from the decoder. Each simulated table is replicated by one
 Replicat whose Kafka handler (`mode=op`, `includePrimaryKeys=true`, topic = the table) writes one record per
@@ -16,6 +16,11 @@ operation; the topic's messages are dumped as JSON lines. What GoldenGate writes
   quirk `empty_before`: every third update has `"before": {}` (no before image captured). A key-changing update
   is written with full images in both (the simulated Extract logs every column of a key update), so the truth
   needs no adjustment: `apply` keeps the columns a compressed image lacks.
+- Avro op formatter (`avro_op`, File Writer handler: Avro container files, one schema per table version, as
+  `generateSchema` writes it): every column has a `<col>_isMissing` companion; `enableDecimalLogicalType` and
+  `enableTimestampLogicalType` on (decimals exact, timestamps `timestamp-micros`), dates as `YYYY-MM-DD` text.
+  A compressed update marks the other columns missing; an empty before image is a before record whose every
+  column is missing.
 - row-modeled output has no before image: its Replicat sets `pkUpdateHandling=delete-insert`, so a key change is
   a `D` of the old row and an `I` of the new one, both at the update's `pos`.
 """
@@ -24,10 +29,12 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
-from cdcnorm.simulate.delivery import Lane, LinesFile, Rotator, lane_rng
+from cdcnorm.simulate.delivery import AvroFile, Lane, LinesFile, Rotator, lane_rng
 from cdcnorm.simulate.encoders import COMMON_KINDS, SimFormat
 from cdcnorm.simulate.history import EPOCH, Col, Event, TableDef
 from cdcnorm.simulate.jsonx import Raw, dumps, plain
@@ -87,8 +94,47 @@ def value(flavour: str, col: Col, v: Any) -> Any:
     return v
 
 
+_AVRO = {"int": "long", "bigint": "long", "double": "double", "boolean": "boolean", "string": "string",
+         "date": "string", "binary": "bytes"}
+_TS_MICROS = {"type": "long", "logicalType": "timestamp-micros"}
+
+
+def avro_column_type(col: Col) -> Any:
+    if col.base == "decimal":
+        p, sc = col.precision_scale
+        return {"type": "bytes", "logicalType": "decimal", "precision": p, "scale": sc}
+    if col.base == "timestamp":
+        return dict(_TS_MICROS)
+    return _AVRO[col.base]
+
+
+def avro_schema(t: TableDef, version: int) -> dict[str, Any]:
+    """The op formatter's schema of one table version (`<SCHEMA>.<TABLE>.avsc`)."""
+    fields: list[dict[str, Any]] = []
+    for c in t.columns_at(version):
+        fields.append({"name": c.name, "type": ["null", avro_column_type(c)], "default": None})
+        fields.append({"name": f"{c.name}_isMissing", "type": "boolean"})
+    return {"type": "record", "name": t.name, "namespace": SCHEMA[t.flavour], "fields": [
+        {"name": "table", "type": "string"}, {"name": "op_type", "type": "string"},
+        {"name": "op_ts", "type": "string"}, {"name": "current_ts", "type": "string"},
+        {"name": "pos", "type": "string"}, {"name": "primary_keys", "type": {"type": "array", "items": "string"}},
+        {"name": "tokens", "type": {"type": "map", "values": "string"}, "default": {}},
+        {"name": "before", "type": ["null", {"type": "record", "name": "columns", "fields": fields}],
+         "default": None},
+        {"name": "after", "type": ["null", "columns"], "default": None}]}
+
+
+def avro_value(col: Col, v: Any) -> Any:
+    if v is None:
+        return None
+    if col.base == "date":
+        return v.isoformat()
+    return v
+
+
 class GoldenGateEncoder:
-    """Writes `OUT/goldengate/<json|json_row>/<schema>.<table>/<schema>.<table>_<n>.jsonl`."""
+    """Writes `OUT/goldengate/<json|json_row>/<schema>.<table>/<schema>.<table>_<n>.jsonl` and
+    `OUT/goldengate/avro_op/<schema>.<table>/<schema>.<table>_<n>_v<version>.avro`."""
 
     def __init__(self, out: Path, defs: tuple[TableDef, ...], seed: int, quirks: frozenset[str], rotate: int,
                  fmt: str):
@@ -98,6 +144,7 @@ class GoldenGateEncoder:
         self.lanes: dict[int, Lane] = {}
         self.rotators: dict[int, Rotator] = {}
         self.load_rba = 0
+        self.file_numbers: dict[int, int] = {}
         self.counts: dict[str, int] = {"records": 0, "files": 0, "compressed": 0, "empty_before": 0}
 
     def identity(self, t: TableDef) -> dict[str, Any]:
@@ -142,6 +189,8 @@ class GoldenGateEncoder:
             self._put(t, "U", ev.ts_us, pos, before, after, v)
 
     def _image(self, t: TableDef, version: int, row: dict[str, Any] | None) -> dict[str, Any]:
+        if self.fmt == "avro_op":
+            return {c.name: avro_value(c, (row or {}).get(c.name)) for c in t.columns_at(version)}
         return {c.name: value(t.flavour, c, (row or {}).get(c.name)) for c in t.columns_at(version)}
 
     def _put(self, t: TableDef, op: str, ts_us: int, pos: str, before: dict[str, Any] | None,
@@ -149,11 +198,15 @@ class GoldenGateEncoder:
         meta = {"table": full_name(t), "op_type": op, "op_ts": op_ts_text(ts_us), "current_ts": None, "pos": pos}
         if t.primary_key:
             meta["primary_keys"] = list(t.primary_key)
-        if self.fmt == "json":
+        if self.fmt == "avro_op":
+            cols = t.columns_at(version)
+            rec = {**meta, "primary_keys": list(t.primary_key), "tokens": {},
+                   "before": _missing_marked(cols, before), "after": _missing_marked(cols, after)}
+        elif self.fmt == "json":
             rec = {**meta, "before": before, "after": after}
         else:  # row-modeled: the one image beside the metadata (a delete's before image; a truncate none)
             rec = {**meta, **((before if op == "D" else after) or {})}
-        self._lane(t).put((ts_us, rec))
+        self._lane(t).put((ts_us, rec, version))
 
     # -- delivery --------------------------------------------------------------------------------------------
     def _lane(self, t: TableDef) -> Lane:
@@ -166,18 +219,25 @@ class GoldenGateEncoder:
         return lane
 
     def _write(self, t: TableDef, item: tuple, redelivered: bool) -> None:
-        ts_us, rec = item
+        ts_us, rec, version = item
         # the formatter's processing time: later on a redelivery (a replay of the trail), never the same record
         rec = {**rec, "current_ts": current_ts_text(ts_us + 1_250_000 + (41_000_000 if redelivered else 0))}
-        rot = self.rotators.get(t.index)
+        avro = self.fmt == "avro_op"
+        key = (t.index, version if avro else 0)
+        rot = self.rotators.get(key)
         if rot is None:
-            rot = Rotator(self.rotate, lambda n, first, t=t: self._open(t, n))
-            self.rotators[t.index] = rot
-        rot.write(dumps(rec))
+            rot = Rotator(self.rotate, lambda n, first, t=t, v=key[1]: self._open(t, v, n))
+            self.rotators[key] = rot
+        rot.write(rec if avro else dumps(rec))
         self.counts["records"] += 1
 
-    def _open(self, t: TableDef, n: int) -> LinesFile:
+    def _open(self, t: TableDef, version: int, n: int) -> LinesFile | AvroFile:
         self.counts["files"] += 1
+        if self.fmt == "avro_op":  # one numbering per table over its versions: names sort in delivery order
+            n = self.file_numbers[t.index] = self.file_numbers.get(t.index, -1) + 1
+            path = self.root / full_name(t) / f"{full_name(t)}_{n:04d}_v{version}.avro"
+            marker = hashlib.sha1(path.relative_to(self.root).as_posix().encode()).digest()[:16]
+            return AvroFile(path, avro_schema(t, version), sync_marker=marker)
         return LinesFile(self.root / full_name(t) / f"{full_name(t)}_{n:04d}.jsonl")
 
     def close(self) -> None:
@@ -185,6 +245,17 @@ class GoldenGateEncoder:
             lane.close()
         for rot in self.rotators.values():
             rot.close()
+
+
+def _missing_marked(cols: tuple[Col, ...], image: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An Avro image record: a column the image lacks is null with `<col>_isMissing` true."""
+    if image is None:
+        return None
+    out: dict[str, Any] = {}
+    for c in cols:
+        out[c.name] = image.get(c.name)
+        out[f"{c.name}_isMissing"] = c.name not in image
+    return out
 
 
 # -- what the formats carry (the truth projection; docs/simulate.md states it rule by rule) -------------------
@@ -203,10 +274,30 @@ def user_options(out: Path, info: dict[str, Any]) -> dict[str, Any]:
     return {"column_types": types}
 
 
+def avro_truth_kind(flavour: str, col: Col) -> str:
+    """Typed by the schema (timestamps as instants); dates through the declared `date` type."""
+    if col.base == "timestamp":
+        return "timestamp"
+    return truth_kind(flavour, col)
+
+
+def avro_vendor_type(t: TableDef, col: Col) -> str:
+    return "date" if col.base == "date" else json.dumps(avro_column_type(col), separators=(",", ":"))
+
+
+def avro_options(out: Path, info: dict[str, Any]) -> dict[str, Any]:
+    """Avro types every column but dates (text): a user declares those."""
+    types = {f"{t['schema']}.{name}": {c["name"]: "date" for c in t["columns"] if c["source_type"] == "date"}
+             for name, t in info["tables"].items()}
+    return {"column_types": {k: v for k, v in types.items() if v}}
+
+
 FORMATS = (
     SimFormat("goldengate", "json", GoldenGateEncoder, truth_kind, declared_type, carries_truncate=True,
               user_options=user_options),
     SimFormat("goldengate", "json_row", GoldenGateEncoder, truth_kind, declared_type, carries_truncate=True,
               user_options=user_options),
+    SimFormat("goldengate", "avro_op", GoldenGateEncoder, avro_truth_kind, avro_vendor_type, carries_truncate=True,
+              user_options=avro_options),
 )
 """The GoldenGate formats the simulator writes (truncates and the added column are carried)."""
