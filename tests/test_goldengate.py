@@ -322,3 +322,13 @@ def test_wide_decimals_keep_every_digit():
     assert "decimal_as_string" in row["flags"]
     (row,) = changes(decode(record(op_type="I", after={"ID": 1, "BIG": 5}), column_types=types))
     assert str(row["after"]["BIG"]) == "5.00000000000000000000"
+
+
+def test_declared_types_pass_avro_typed_values_through():
+    from cdcnorm.adapters.goldengate.positions import zone
+    from cdcnorm.adapters.goldengate.values import TableTypes
+
+    types = TableTypes({"TS": "timestamp_ntz", "D": "date", "B": "binary", "N": "decimal(5,2)"}, zone("UTC"), "base64")
+    at = dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    got = types.image({"TS": at, "D": dt.date(2024, 1, 2), "B": b"\x00", "N": Decimal("1.5")}, [])
+    assert got == {"TS": at, "D": dt.date(2024, 1, 2), "B": b"\x00", "N": Decimal("1.50")}

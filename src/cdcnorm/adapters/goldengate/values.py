@@ -4,7 +4,8 @@ Why declared: the JSON formatter writes NUMBER as a JSON number, every date and 
 (`YYYY-MM-DD HH:MM:SS[.fffffffff]`; older releases `YYYY-MM-DD:HH:MM:SS`), binary as text; the JSON alone
 cannot tell a DATE from a VARCHAR holding the same text. Undeclared columns keep the value the JSON gives
 (numbers exact, as int or Decimal), and their rows are flagged `untyped_values`. With
-`treatAllColumnsAsStrings`, numbers arrive as text: the declared type reads them too.
+`treatAllColumnsAsStrings`, numbers arrive as text: the declared type reads them too. Values a schema typed
+already (Avro) pass through.
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ def _timestamp(tz: dt.tzinfo | None) -> Decoder:
     """A naive time (`timestamp_ntz`), or read in the zone as an instant (`timestamp`); a time with digits
     beyond microseconds is kept as its text, flagged."""
     def ts(v: Any, fl: list[str]) -> Any:
+        if isinstance(v, dt.datetime):  # typed already (Avro's timestamp logical type)
+            return v if tz is None or v.tzinfo is not None else v.replace(tzinfo=tz).astimezone(_UTC)
         found = parse_local(v.strip()) if isinstance(v, str) else None
         if found is None:
             raise _bad(v, "GoldenGate date-time")
@@ -99,6 +102,8 @@ def _timestamp(tz: dt.tzinfo | None) -> Decoder:
 
 
 def _date(v: Any, fl: list[str]) -> dt.date:
+    if type(v) is dt.date:
+        return v
     if isinstance(v, str):
         text = v.strip()
         if len(text) == 10:
@@ -114,6 +119,8 @@ def _date(v: Any, fl: list[str]) -> dt.date:
 
 def _binary(encoding: str) -> Decoder:
     def raw(v: Any, fl: list[str]) -> bytes:
+        if isinstance(v, bytes):  # typed already (Avro bytes)
+            return v
         if not isinstance(v, str):
             raise _bad(v, f"{encoding} binary text")
         try:
