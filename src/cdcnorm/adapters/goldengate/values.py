@@ -164,10 +164,11 @@ def declared_decoder(declared: str, tz: dt.tzinfo, binary_encoding: str) -> Deco
 class TableTypes:
     """The declared columns of one table: their decoders, in declaration order."""
 
-    __slots__ = ("columns", "decoders")
+    __slots__ = ("columns", "declared", "decoders")
 
     def __init__(self, declared: dict[str, str], tz: dt.tzinfo, binary_encoding: str):
         self.columns = list(declared)
+        self.declared = list(declared.items())
         self.decoders = {c: declared_decoder(t, tz, binary_encoding) for c, t in declared.items()}
 
     def image(self, raw: dict[str, Any], flags: list[str]) -> dict[str, Any]:

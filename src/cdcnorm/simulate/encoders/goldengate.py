@@ -6,7 +6,8 @@ operation; the topic's messages are dumped as JSON lines. What GoldenGate writes
 
 - `pos`: trail sequence (10 digits) + RBA (10 digits); the initial load comes from its own trail with the dashed
   sequence `-1` form (`00000000-1` + RBA), before every change. It arrives as ordinary `I` records.
-- `op_ts`: the commit time, UTC, `YYYY-MM-DD HH:MM:SS.ffffff`, fixed on replay; `current_ts`: when the
+- `op_ts`: the commit time, UTC, `YYYY-MM-DD HH:MM:SS.ffffff` (the simulated trail has milliseconds), fixed
+  on replay; `current_ts`: when the
   formatter ran (`T` form), later for a redelivered copy.
 - values: NUMBER as JSON numbers (scale kept), doubles as their shortest text, dates and timestamps as naive
   UTC text (TIMESTAMP with nine fraction digits), binary as base64, booleans as `1` / `0` (MySQL and Oracle
@@ -67,7 +68,8 @@ def _ts(us: int) -> dt.datetime:
 
 
 def op_ts_text(us: int) -> str:
-    return _ts(us).strftime("%Y-%m-%d %H:%M:%S.%f")
+    """The commit time as the simulated trail holds it: milliseconds, written with six digits."""
+    return _ts(us - us % 1000).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def current_ts_text(us: int) -> str:
