@@ -125,7 +125,8 @@ class GoldenGateAdapter(Adapter):
             return
         if self._schemas is None:
             self._schemas = avro.SchemaStore(self.options.avro_schemas)
-        self._emit(self._ops(avro.op_of(self._schemas.read(value, meta.topic)), FMT_AVRO, None), out)
+        rec, schema = self._schemas.read(value, meta.topic)
+        self._emit(self._ops(avro.op_of(rec), FMT_AVRO, None), out, versions.avro(schema))
 
     # -- a row formatter's key update: a delete and an insert at one pos ----------------------------------------
     def post_process(self, changes: DataFrame) -> DataFrame:

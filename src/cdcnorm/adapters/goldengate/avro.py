@@ -84,6 +84,8 @@ class SchemaStore:
     def __init__(self, folder: str | None):
         self.by_name: dict[str, Any] = {}
         self.by_fingerprint: dict[int, Any] = {}
+        self.docs: dict[int, Any] = {}
+        """id of a parsed schema -> the schema as JSON (for its schema version)"""
         if not folder:
             return
         root = Path(folder)
@@ -99,11 +101,12 @@ class SchemaStore:
                 continue  # the wrapper's own schema, or another schema kept beside them
             name = f"{doc['namespace']}.{doc['name']}" if doc.get("namespace") else doc["name"]
             self.by_name[name.upper()] = parsed
+            self.docs[id(parsed)] = doc
             for fp in _fingerprints(doc):
                 self.by_fingerprint[fp] = parsed
 
-    def read(self, value: bytes, topic: str | None) -> dict[str, Any]:
-        """One Kafka message value as its Avro op record."""
+    def read(self, value: bytes, topic: str | None) -> tuple[dict[str, Any], Any]:
+        """One Kafka message value as its Avro op record, and the record's schema (as JSON)."""
         if not self.by_name:
             raise DecodeError("missing_schema", "an Avro GoldenGate message needs the formatter's schemas: give "
                                                 "the folder of its .avsc files as option avro_schemas")
@@ -116,9 +119,9 @@ class SchemaStore:
         if schema is None:
             raise DecodeError("missing_schema", f"no table schema is named after the topic {topic!r} and the "
                                                 "message is not a generic_wrapper")
-        return _read(value, schema, "the Avro op record")
+        return _read(value, schema, "the Avro op record"), self.docs[id(schema)]
 
-    def _unwrap(self, value: bytes) -> dict[str, Any] | None:
+    def _unwrap(self, value: bytes) -> tuple[dict[str, Any], Any] | None:
         try:
             wrapper = schemaless_reader(io.BytesIO(value), _WRAPPER_PARSED)
         except Exception:  # noqa: BLE001 - not a wrapper: a plain table record
@@ -130,7 +133,8 @@ class SchemaStore:
                 raise DecodeError("schema_not_found", f"the wrapper's schema fingerprint {fp} of "
                                                       f"{wrapper['table_name']} matches no .avsc in avro_schemas")
             return None
-        return _read(wrapper["payload"], schema, f"the wrapped payload of {wrapper.get('table_name')}")
+        return (_read(wrapper["payload"], schema, f"the wrapped payload of {wrapper.get('table_name')}"),
+                self.docs[id(schema)])
 
 
 _WRAPPER_PARSED = parse_schema(WRAPPER_SCHEMA)
