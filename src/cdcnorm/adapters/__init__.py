@@ -35,6 +35,7 @@ REGISTRY: dict[str, str] = {
     "datastream": "cdcnorm.adapters.datastream:SPEC",
     "debezium": "cdcnorm.adapters.debezium:SPEC",
     "dms": "cdcnorm.adapters.dms:SPEC",
+    "goldengate": "cdcnorm.adapters.goldengate:SPEC",
     "replicate": "cdcnorm.adapters.replicate:SPEC",
 }
 """The built-in vendors: name -> `"module:attr"` of their spec."""

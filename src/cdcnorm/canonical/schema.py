@@ -35,6 +35,8 @@ FLAGS: dict[str, str] = {
     "key_change": "one half of a primary-key-changing update (DELETE of the old key or INSERT of the new key)",
     "orphan_before": "an update whose after image never arrived: `after` is null",
     "orphan_after": "an update whose before image never arrived: `before` is null",
+    "before_unknown": "an update whose vendor sent no before image (GoldenGate's empty `before` object, "
+                      "row-modeled output): `before` is null, not an empty row; a key change cannot be seen",
     "orphan_half": "a Datastream UPDATE-DELETE (old key of a primary-key change) emitted without its UPDATE-INSERT: "
                    "the partner did not arrive within the pairing wait, or an earlier run emitted it (as an UPDATE); "
                    "it is a whole DELETE on its own",

@@ -20,7 +20,7 @@ from fastavro import parse_schema
 from fastavro.write import Writer
 
 QUIRKS: tuple[str, ...] = ("duplicates", "out_of_order", "backfill_overlap", "far_halves", "heartbeats", "dt_before_md",
-                           "aliyun_json", "late_files")
+                           "aliyun_json", "late_files", "compressed_updates", "empty_before")
 """The default quirk set (`all`): every quirk a run switches on unless told otherwise."""
 OPT_IN_QUIRKS: tuple[str, ...] = ("late_redelivery", "connector_restart", "toast", "dms_inserts_only",
                                   "dms_no_before_image")
