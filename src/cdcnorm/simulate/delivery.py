@@ -22,9 +22,10 @@ from fastavro.write import Writer
 QUIRKS: tuple[str, ...] = ("duplicates", "out_of_order", "backfill_overlap", "far_halves", "heartbeats", "dt_before_md",
                            "aliyun_json", "late_files")
 """The default quirk set (`all`): every quirk a run switches on unless told otherwise."""
-OPT_IN_QUIRKS: tuple[str, ...] = ("late_redelivery", "connector_restart", "toast")
+OPT_IN_QUIRKS: tuple[str, ...] = ("late_redelivery", "connector_restart", "toast", "canal_null_old")
 """Quirks only switched on by name: adding them to `all` would change every existing default output.
-`connector_restart` and `toast` are Debezium's (a restart's replay; PostgreSQL's unavailable TOAST values)."""
+`connector_restart` and `toast` are Debezium's (a restart's replay; PostgreSQL's unavailable TOAST values),
+`canal_null_old` Canal's (a NULL -> value change left out of `old`)."""
 KNOWN_QUIRKS: tuple[str, ...] = QUIRKS + OPT_IN_QUIRKS
 LATE_RATE = 0.1
 """late_files: share of a format's files delivered one step late."""
