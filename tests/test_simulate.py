@@ -24,6 +24,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
+import canal_flat
 import debezium_kafka
 from cdcnorm.simulate import (
     KNOWN_QUIRKS,
@@ -919,5 +920,5 @@ REPLAY = {
     "datahub-blob": _replay_datahub_blob("blob"), "datahub-concat": _replay_datahub_blob("concat"),
     "datahub-tuple": _replay_tuple,
     "debezium-json": _replay_debezium("json"), "debezium-json-noschema": _replay_debezium("json-noschema"),
-    "debezium-avro": _replay_debezium("avro"),
+    "debezium-avro": _replay_debezium("avro"), "canal-json": canal_flat.final_rows,
 }

@@ -17,7 +17,8 @@ What a real Canal does, and so this encoder:
 - no snapshot: the initial rows come as `INIT` messages (a Huawei DRS / Flink-style full sync before Canal).
 
 Quirks: `duplicates` resends a message later as Canal resends a batch after a restart (a new batch `id`, a
-rebuilt `ts`); the opt-in `canal_null_old` leaves NULL -> value changes out of `old` (alibaba/canal#4574).
+rebuilt `ts`), while a `late_redelivery` copy is the message as it was (a consumer re-reading the topic from
+an old offset); the opt-in `canal_null_old` leaves NULL -> value changes out of `old` (alibaba/canal#4574).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from cdcnorm.simulate.delivery import Lane, LinesFile, Rotator, lane_rng
+from cdcnorm.simulate.delivery import LATE, Lane, LinesFile, Rotator, lane_rng
 from cdcnorm.simulate.encoders import COMMON_KINDS, SimFormat
 from cdcnorm.simulate.history import Col, Event, TableDef
 from cdcnorm.simulate.jsonx import dumps, plain
@@ -114,7 +115,7 @@ class CanalEncoder:
         self.tx: int | None = None
         self.resent = 0
         self.counts: dict[str, int] = {"records": 0, "files": 0, "resent": 0, "multi_row": 0, "null_old": 0}
-        self.lane = Lane(self._write, lane_rng(seed, self.vf, 0), quirks & {"duplicates"})
+        self.lane = Lane(self._write, lane_rng(seed, self.vf, 0), quirks - {"out_of_order"})  # in order per partition
         self.rotator = Rotator(rotate, lambda n, first: self._open_file(n))
 
     def identity(self, t: TableDef) -> dict[str, Any]:
@@ -201,7 +202,7 @@ class CanalEncoder:
 
     # -- delivery --------------------------------------------------------------------------------------------
     def _write(self, msg: dict[str, Any], redelivered: bool) -> None:
-        if redelivered:  # Canal resends the batch: renumbered, its ts rebuilt
+        if redelivered and redelivered != LATE:  # Canal resends the batch: renumbered, its ts rebuilt
             self.resent += 1
             self.counts["resent"] += 1
             msg = {**msg, "id": RESEND_BASE + self.resent, "ts": msg["ts"] + 30_000 + self.resent}
