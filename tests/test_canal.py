@@ -35,6 +35,18 @@ class TestCanalContract(AdapterContract):
         assert result.report["outcomes"]["duplicate"] == 3
         assert result.report["outcomes"]["emitted"] == 14 + 4 + 3
 
+    def test_a_redelivered_file_adds_nothing(self, spark, tmp_path):
+        from cdcnorm.ingest.pipeline import normalize
+
+        lake = str(tmp_path / "lake")
+        first = normalize([str(SHOP)], "canal", spark=spark, lake=lake)
+        copy = tmp_path / "again" / "shop-redelivered.jsonl"  # the same messages in another object
+        copy.parent.mkdir()
+        copy.write_bytes(SHOP.read_bytes())
+        again = normalize([str(copy)], "canal", spark=spark, lake=lake)
+        assert first.report["outcomes"]["emitted"] == 14
+        assert again.report["outcomes"]["emitted"] == 0 and again.report["outcomes"]["duplicate"] == 14
+
 
 def decode(*messages: dict | bytes, partition: str = "0", **options) -> list[dict]:
     """Decode raw Kafka messages as the pipeline's message input does (offset = position in the call)."""

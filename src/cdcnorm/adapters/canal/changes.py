@@ -9,8 +9,8 @@ INSERT pair.
 
 Order and identity (docs/adapters/canal.md): the sort key is (`es`, TiCDC commit ts, Kafka topic/partition
 or file, offset or record index, index in `data`); the event id is made of what a redelivery repeats: TiCDC's
-commit ts with the row's key when present, else `type`, `es`, `gtid`, the row's index in `data` and the
-row's images (plus the batch `id` when the `batch_id_identity` option says redeliveries keep it). Never `ts`.
+commit ts with the row's key when present, else `type`, `es`, `gtid`, the row's index in `data` and a hash of
+the row as sent (plus the batch `id` when the `batch_id_identity` option says redeliveries keep it). Never `ts`.
 """
 
 from __future__ import annotations
@@ -107,6 +107,8 @@ def row_changes(msg: dict[str, Any], ctx: Context, place: Place) -> tuple[list[C
         if commit_ts is not None:
             key = tuple(row.get(k) for k in pks) if pks else (i,)
             ident: tuple = (op, "commitTs", commit_ts, key, digest)
+        elif op == "SNAPSHOT":  # a full-sync row: its key and content at the sync's time, however it was batched
+            ident = (op, es, tuple(row.get(k) for k in pks) if pks else (n, i), digest)
         else:
             if gtid is None:
                 flags.append(UNKNOWN_POSITION)
