@@ -24,6 +24,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
+import canal_flat
 import debezium_kafka
 import dms_files
 import goldengate_records
@@ -947,4 +948,5 @@ REPLAY = {
     "dms-kinesis": dms_files.replay_kinesis,
     "goldengate-json": _replay_goldengate("json"), "goldengate-json_row": _replay_goldengate("json_row"),
     "goldengate-avro_op": _replay_goldengate("avro_op"),
+    "debezium-avro": _replay_debezium("avro"), "canal-json": canal_flat.final_rows,
 }

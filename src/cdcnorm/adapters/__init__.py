@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
 
 REGISTRY: dict[str, str] = {
+    "canal": "cdcnorm.adapters.canal:SPEC",
     "datahub": "cdcnorm.adapters.datahub:SPEC",
     "datastream": "cdcnorm.adapters.datastream:SPEC",
     "debezium": "cdcnorm.adapters.debezium:SPEC",

@@ -23,10 +23,11 @@ QUIRKS: tuple[str, ...] = ("duplicates", "out_of_order", "backfill_overlap", "fa
                            "aliyun_json", "late_files", "compressed_updates", "empty_before")
 """The default quirk set (`all`): every quirk a run switches on unless told otherwise."""
 OPT_IN_QUIRKS: tuple[str, ...] = ("late_redelivery", "connector_restart", "toast", "dms_inserts_only",
-                                  "dms_no_before_image")
+                                  "dms_no_before_image", "canal_null_old")
 """Quirks only switched on by name: adding them to `all` would change every existing default output.
 `connector_restart` and `toast` are Debezium's (a restart's replay; PostgreSQL's unavailable TOAST values);
-`dms_inserts_only` and `dms_no_before_image` AWS DMS's (CdcInsertsOnly; no before image of a key change)."""
+`dms_inserts_only` and `dms_no_before_image` AWS DMS's (CdcInsertsOnly; no before image of a key change);
+`canal_null_old` Canal's (a NULL -> value change left out of `old`)."""
 KNOWN_QUIRKS: tuple[str, ...] = QUIRKS + OPT_IN_QUIRKS
 LATE_RATE = 0.1
 """late_files: share of a format's files delivered one step late."""
