@@ -34,6 +34,7 @@ REGISTRY: dict[str, str] = {
     "datahub": "cdcnorm.adapters.datahub:SPEC",
     "datastream": "cdcnorm.adapters.datastream:SPEC",
     "debezium": "cdcnorm.adapters.debezium:SPEC",
+    "maxwell": "cdcnorm.adapters.maxwell:SPEC",
     "replicate": "cdcnorm.adapters.replicate:SPEC",
 }
 """The built-in vendors: name -> `"module:attr"` of their spec."""
