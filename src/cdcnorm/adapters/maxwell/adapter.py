@@ -24,6 +24,7 @@ from cdcnorm.adapters.maxwell.schema_events import ddl_change
 from cdcnorm.adapters.maxwell.spec import SPEC
 from cdcnorm.adapters.maxwell.values import row_decoders
 from cdcnorm.canonical.emit import BatchBuilder
+from cdcnorm.canonical.record import split_key_change
 from cdcnorm.errors import DecodeError
 
 VENDOR = SPEC.name
@@ -96,8 +97,10 @@ class MaxwellAdapter(Adapter):
             out.change(change)
         else:
             table = self._table(msg.get("database"), msg.get("table"))
-            out.change(data_change(msg, FMT_JSON, self._stream, table, delivery, _key_columns(key),
-                                   self.options.output_nulls))
+            change = data_change(msg, FMT_JSON, self._stream, table, delivery, _key_columns(key),
+                                 self.options.output_nulls)
+            for row in split_key_change(change):  # an update of the key: delete the old, insert the new
+                out.change(row)
 
     def _table(self, database: Any, table: Any) -> Table:
         """Keys and declared types of a table from the options (`db.table`, else `table`), cached."""
