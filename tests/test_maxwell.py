@@ -231,3 +231,12 @@ def test_samples_and_corpus_shapes_are_not_claimed_by_other_vendors():
 ])
 def test_other_vendors_shapes_are_not_maxwell(head):
     assert not MaxwellAdapter.sniff(None, head)
+
+
+def test_an_update_of_the_key_is_a_delete_and_an_insert():
+    msg = (b'{"database":"shop","table":"customers","type":"update","ts":9,"xid":7,"commit":true,'
+           b'"data":{"id":3,"name":"x"},"old":{"id":2}}')
+    rows = changes(decode(msg))
+    assert [(r["op"], r["key"], r["flags"]) for r in rows] == [
+        ("DELETE", {"id": 2}, ["untyped_values", "key_change"]), ("INSERT", {"id": 3}, ["untyped_values", "key_change"])]
+    assert rows[0]["before"] == {"id": 2, "name": "x"} and rows[1]["after"] == {"id": 3, "name": "x"}
