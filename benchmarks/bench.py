@@ -54,7 +54,7 @@ import memory as reader_memory
 ROOT = Path(__file__).resolve().parent.parent
 FORMATS = ("datastream-json", "datastream-avro", "replicate-json", "replicate-avro", "replicate-capture",
            "datahub-blob", "datahub-concat", "datahub-tuple", "debezium-json", "debezium-json-noschema",
-           "debezium-avro")
+           "debezium-avro", "maxwell-json")
 BINARY = {"datastream-avro", "replicate-avro", "replicate-capture", "debezium-avro"}
 """Avro containers: the copy floor reads them as whole binary objects, fastavro alone is their baseline."""
 TARGET_COPY = 10.0
