@@ -240,3 +240,16 @@ def test_an_update_of_the_key_is_a_delete_and_an_insert():
     assert [(r["op"], r["key"], r["flags"]) for r in rows] == [
         ("DELETE", {"id": 2}, ["untyped_values", "key_change"]), ("INSERT", {"id": 3}, ["untyped_values", "key_change"])]
     assert rows[0]["before"] == {"id": 2, "name": "x"} and rows[1]["after"] == {"id": 3, "name": "x"}
+
+
+@pytest.mark.slow  # test_simulate_maxwell's replay of the same encoder stays in the fast suite
+def test_the_simulated_format_normalizes_and_applies_to_its_truth(spark, tmp_path):
+    from cdcnorm.simulate.verify import build_lake, check_format
+    from conftest import E2E_ROTATE, SMALL_HISTORY
+
+    run = build_lake(spark, tmp_path / "sim", tmp_path / "lake", formats=("maxwell-json",), rotate=E2E_ROTATE,
+                     **SMALL_HISTORY)
+    report = run["reports"]["maxwell-json"]
+    assert report["reconciled"] and report["outcomes"]["quarantined"] == 0
+    assert report["outcomes"]["duplicate"] > 0  # redeliveries and the re-run bootstrap
+    assert check_format(run["frames"], run["manifest"], "maxwell-json") == []
