@@ -253,3 +253,12 @@ def test_the_simulated_format_normalizes_and_applies_to_its_truth(spark, tmp_pat
     assert report["reconciled"] and report["outcomes"]["quarantined"] == 0
     assert report["outcomes"]["duplicate"] > 0  # redeliveries and the re-run bootstrap
     assert check_format(run["frames"], run["manifest"], "maxwell-json") == []
+
+
+def test_with_output_nulls_on_a_column_only_in_old_was_not_captured():
+    msg = (b'{"database":"d","table":"t","type":"update","ts":9,"xid":7,"commit":true,'
+           b'"data":{"id":1,"a":null},"old":{"b":5}}')
+    off, on = changes(decode(msg))[0], changes(decode(msg, output_nulls=True))[0]
+    assert off["after"] == {"id": 1, "a": None, "b": None} and off["missing_columns"] is None
+    assert on["after"] == {"id": 1, "a": None} and on["missing_columns"] == ["b"]
+    assert on["before"] == {"id": 1, "a": None, "b": 5}

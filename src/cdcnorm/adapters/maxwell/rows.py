@@ -3,7 +3,8 @@ columns, order, identity and transaction.
 
 Images: `data` is the row after an insert / update and the deleted row of a delete; `old` holds the previous
 values of the changed columns only, so the before image of an update is `data` overlaid with `old`. A column
-`old` names that `data` lacks became NULL (`output_nulls=false` drops NULL columns from `data`). With
+`old` names that `data` lacks became NULL (`output_nulls=false` drops NULL columns from `data`; with
+`output_nulls` on it was not captured). With
 `output_nulls` off, a column absent from both is unknown, never NULL: it is in neither image, and a
 NULL -> value change is missing from `old` (so `changed_columns`, the columns `old` names, may be incomplete).
 """
@@ -68,9 +69,10 @@ def data_change(msg: dict[str, Any], fmt: str, stream: str, table: Table, delive
         before = data
     elif op == "UPDATE":
         after = dict(data)
-        for col in old or ():
-            if col not in after:
-                after[col] = None  # changed, and absent from `data`: it became NULL
+        if not output_nulls:  # changed, and absent from `data`: it became NULL (Maxwell dropped it)
+            for col in old or ():
+                if col not in after:
+                    after[col] = None
         before = {**after, **(old or {})}
         changed = list(old or ())
     else:
@@ -79,8 +81,8 @@ def data_change(msg: dict[str, Any], fmt: str, stream: str, table: Table, delive
     missing = None
     if table.columns is not None:
         missing = [c for c in table.columns if c not in image]
-    elif output_nulls:
-        missing = []
+    elif output_nulls:  # every column is in `data`: only one `old` names and `data` lacks was not captured
+        missing = [c for c in old or () if c not in image]
     key = {k: image.get(k) for k in pks} if pks and all(k in image for k in pks) else None
     key_values = tuple(image.get(k) for k in pks or ())
     tx_id, tx_seq, tx_last = positions.tx_fields(msg)
