@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FORMATS = ("datastream-json", "datastream-avro", "replicate-json", "replicate-avro", "replicate-capture",
            "datahub-blob", "datahub-concat", "datahub-tuple", "debezium-json", "debezium-json-noschema",
            "debezium-avro", "dms-csv", "dms-parquet", "dms-kinesis", "goldengate-json", "goldengate-json_row",
-           "goldengate-avro_op", "canal-json")
+           "goldengate-avro_op", "canal-json", "maxwell-json")
 BINARY = {"datastream-avro", "replicate-avro", "replicate-capture", "debezium-avro", "goldengate-avro_op"}
 """Avro containers: the copy floor reads them as whole binary objects, fastavro alone is their baseline."""
 PARQUET = {"dms-parquet"}

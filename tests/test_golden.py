@@ -19,7 +19,8 @@ SAMPLE_OPTIONS = {"replicate": {"schema_registry": str(SAMPLES / "replicate" / "
                   "debezium": {"schema_registry": str(SAMPLES / "debezium" / "registry")}}
 
 
-@pytest.mark.parametrize("vendor", ["canal", "datahub", "datastream", "debezium", "dms", "goldengate", "replicate"])
+@pytest.mark.parametrize("vendor", ["canal", "datahub", "datastream", "debezium", "dms", "goldengate", "maxwell",
+                                    "replicate"])
 def test_samples_match_their_golden_digest(spark, tmp_path, vendor):
     lake = str(tmp_path / "lake")
     result = cdcnorm.normalize([str(SAMPLES / vendor)], vendor, spark=spark, lake=lake,

@@ -37,6 +37,7 @@ REGISTRY: dict[str, str] = {
     "debezium": "cdcnorm.adapters.debezium:SPEC",
     "dms": "cdcnorm.adapters.dms:SPEC",
     "goldengate": "cdcnorm.adapters.goldengate:SPEC",
+    "maxwell": "cdcnorm.adapters.maxwell:SPEC",
     "replicate": "cdcnorm.adapters.replicate:SPEC",
 }
 """The built-in vendors: name -> `"module:attr"` of their spec."""
