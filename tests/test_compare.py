@@ -374,3 +374,22 @@ def test_a_whole_second_time_is_compared_at_the_second(spark):
     df = spark.createDataFrame(rows, "l long, r long")
     got = [r[0] for r in df.select(time_difference(F.col("l"), F.col("r"))).collect()]
     assert got == [0, 1_000_000, 776_000, 894_999]
+
+
+def test_a_burst_within_a_whole_second_pairs_in_order_when_one_side_holds_an_earlier_change(spark):
+    """Canal / Maxwell times are whole seconds, GoldenGate's milliseconds: a key's two changes within one second
+    pair in order even when the finer side also holds an earlier change of the key the other does not (its rank
+    within the key is one higher; its rank within the second is not)."""
+    from cdcnorm.migrate.matching import _ranked, _round
+
+    cols = "event_id string, key_bytes string, _us long, sort_key long, position string, op string"
+    left = spark.createDataFrame([("a0", "k", 1_500_000, 1, None, "UPDATE"), ("a1", "k", 7_187_000, 2, None, "UPDATE"),
+                                  ("a2", "k", 7_189_000, 3, None, "UPDATE")], cols)
+    right = spark.createDataFrame([("b1", "k", 7_000_000, 10, None, "UPDATE"),
+                                   ("b2", "k", 7_000_000, 11, None, "UPDATE")], cols)
+
+    def prefixed(df, p):
+        return _ranked(df.select(*[df[c].alias(p + c) for c in df.columns]), p)
+
+    pairs = _round(prefixed(left, "l_"), prefixed(right, "r_"), 5_000_000)
+    assert sorted((r.l_event_id, r.r_event_id) for r in pairs.collect()) == [("a1", "b1"), ("a2", "b2")]

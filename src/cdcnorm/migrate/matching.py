@@ -3,11 +3,11 @@
 Changes are matched by (table, key) and source time: candidates are the other side's changes of the same key
 within the tolerance, and pairs are chosen mutually best (a change's best partner also prefers it), preferring
 the same vendor position and op (where both vendors report one), then the smallest time difference (at the
-second when one side's time is a whole second: :func:`time_difference`), then the closest rank within the key (a burst of changes at one instant pairs in order). Up to three rounds run, each on
-what the previous left over; whatever is still unpaired is a change only on one side.
+second when one side's time is a whole second: :func:`time_difference`), then the closest rank within the key (a burst of changes at one instant pairs in order; against a whole-second time,
+the rank within the key's changes of that second). Up to three rounds run, each on what the previous left over; whatever is still unpaired is a change only on one side.
 
 Matched pairs carry each side's columns prefixed `l_` / `r_` (`l__us`: source time in epoch microseconds,
-`l__rank`: rank within the key); :func:`annotate_matched` adds `_img` (row images differ) and `_inv` (the vendors
+`l__rank`: rank within the key, `l__srank`: rank within the key's changes of one second); :func:`annotate_matched` adds `_img` (row images differ) and `_inv` (the vendors
 order the key's changes differently). These column names are part of this module's interface.
 """
 
@@ -65,12 +65,21 @@ def _close(tol_us: int) -> Column:
     return F.abs(F.col("l__us") - F.col("r__us")) <= F.lit(tol_us)
 
 
+SECOND_US = 1_000_000
+
+
+def _coarse(left_us: Column, right_us: Column) -> Column:
+    """Either time is a whole second (a MySQL binlog event's: it says only its second)."""
+    second = F.lit(SECOND_US)
+    return (F.pmod(left_us, second) == 0) | (F.pmod(right_us, second) == 0)
+
+
 def time_difference(left_us: Column, right_us: Column) -> Column:
     """Microseconds between two source times, at the coarser one's precision: a whole-second time (a MySQL binlog
     event's, so Debezium's MySQL `source.ts_ms`) says only its second, so against it the other time counts by its
     second too; else two changes of one key within one second would pair crosswise with the finer side's."""
-    second = F.lit(1_000_000)
-    coarse = (F.pmod(left_us, second) == 0) | (F.pmod(right_us, second) == 0)
+    second = F.lit(SECOND_US)
+    coarse = _coarse(left_us, right_us)
     seconds = F.floor(left_us / second) - F.floor(right_us / second)
     return F.when(coarse, F.abs(seconds) * second).otherwise(F.abs(left_us - right_us))
 
@@ -79,13 +88,17 @@ def _round(lr: DataFrame, rr: DataFrame, tol_us: int) -> DataFrame:
     """One round of mutual-best pairing among candidates of the same key within the tolerance.
 
     Preference: same position and op, then the smallest time difference, then the closest rank within the
-    key (so a burst of changes at one instant pairs in order), then vendor order.
+    key (so a burst of changes at one instant pairs in order), then vendor order. Against a whole-second time the
+    rank counts within the key's changes of that second: a change of the key that only one side holds earlier
+    (a backfill row left out of the window, a dropped change) does not shift the burst's pairing.
     """
     cand = lr.join(rr, (F.col("l_key_bytes") == F.col("r_key_bytes")) & _close(tol_us))
     same_pos = F.coalesce((F.col("l_position") == F.col("r_position")) & (F.col("l_op") == F.col("r_op")), F.lit(False))
     cand = (cand.withColumn("_p", F.when(same_pos, 0).otherwise(1))
             .withColumn("_d", time_difference(F.col("l__us"), F.col("r__us")))
-            .withColumn("_rd", F.abs(F.col("l__rank") - F.col("r__rank"))))
+            .withColumn("_rd", F.when(_coarse(F.col("l__us"), F.col("r__us")),
+                                      F.abs(F.col("l__srank") - F.col("r__srank")))
+                        .otherwise(F.abs(F.col("l__rank") - F.col("r__rank")))))
     bl = Window.partitionBy("l_event_id").orderBy("_p", "_d", "_rd", "r_sort_key")
     br = Window.partitionBy("r_event_id").orderBy("_p", "_d", "_rd", "l_sort_key")
     best = cand.withColumn("_bl", F.row_number().over(bl)).withColumn("_br", F.row_number().over(br))
@@ -130,7 +143,8 @@ def match_changes(left: DataFrame, right: DataFrame, lo: dt.datetime, hi: dt.dat
 
 def _ranked(df: DataFrame, p: str) -> DataFrame:
     w = Window.partitionBy(p + "key_bytes").orderBy(p + "_us", p + "sort_key")
-    return df.withColumn(p + "_rank", F.row_number().over(w))
+    ws = Window.partitionBy(p + "key_bytes", F.floor(F.col(p + "_us") / SECOND_US)).orderBy(p + "_us", p + "sort_key")
+    return df.withColumn(p + "_rank", F.row_number().over(w)).withColumn(p + "_srank", F.row_number().over(ws))
 
 
 def release(*frames: DataFrame) -> None:
