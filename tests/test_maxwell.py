@@ -179,7 +179,8 @@ def test_ddl_events_with_millisecond_times_and_schema_versions():
     versions = [json.loads(r["_schema"]) for r in rows if r["_kind"] == "schema"]
     assert [[c["name"] for c in v["columns"]] for v in versions] == [["sku", "qty"], ["sku", "qty", "price"]]
     assert versions[0]["columns"][0]["pk_position"] == 1
-    assert versions[1]["columns"][2]["canonical_type"] == "decimal"
+    assert versions[1]["columns"][2]["canonical_type"] == "decimal(10,2)"
+    assert versions[1]["columns"][2]["vendor_type"] == "decimal(10,2)"
     assert ddl[2]["schema_version"] == versions[1]["schema_version"]
 
 

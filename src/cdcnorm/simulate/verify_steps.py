@@ -16,6 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from cdcnorm.simulate import Manifest, load_versions
+from cdcnorm.simulate.formats import FORMATS
 from cdcnorm.simulate.truth import project_value
 from cdcnorm.simulate.verify import (
     _decimal_repr_columns,
@@ -58,8 +59,11 @@ def truth_versions(manifest: Manifest, vf: str) -> dict[str, list[dict[str, Any]
     return out
 
 
-def _floor_ms(t: dt.datetime) -> dt.datetime:
-    return t.replace(microsecond=t.microsecond // 1000 * 1000)
+def _floor_ms(t: dt.datetime, unit_us: int = 1000) -> dt.datetime:
+    """A time floored to the format's source-time precision (milliseconds unless it carries less)."""
+    if unit_us >= 1_000_000:
+        return t.replace(microsecond=0)
+    return t.replace(microsecond=t.microsecond // unit_us * unit_us)
 
 
 def check_history(history: dict, manifest: Manifest, vf: str, natural: bool = False) -> list[str]:
@@ -107,8 +111,10 @@ def _lake_versions(df: DataFrame, names: list[str], pk: list[str], info: dict[st
 
 
 def as_of_points(manifest: Manifest, vf: str, n: int = 20, seed: int = 0) -> list[dt.datetime]:
-    """`n` source times (milliseconds, what every vendor carries) that fall between two changes."""
-    times = sorted({_floor_ms(v["ts_from"]) for vs in truth_versions(manifest, vf).values() for v in vs
+    """`n` source times (milliseconds, what every vendor carries, or the format's coarser unit) that fall between
+    two changes."""
+    unit = FORMATS[vf].time_unit_us
+    times = sorted({_floor_ms(v["ts_from"], unit) for vs in truth_versions(manifest, vf).values() for v in vs
                     if v["seq_from"] > 0})
     clean = [t for t, nxt in zip(times, times[1:], strict=False) if nxt > t]
     return sorted(random.Random(seed).sample(clean, min(n, len(clean))))
@@ -118,9 +124,10 @@ def truth_at(manifest: Manifest, vf: str, at: dt.datetime) -> dict[str, list[dic
     """Each table's rows at source time `at` (versions open then), projected for `vf`."""
     out: dict[str, list[dict[str, Any]]] = {}
     infos = {i["name"]: i for i in expected_tables(manifest, vf).values()}
+    unit = FORMATS[vf].time_unit_us
     for table, vs in truth_versions(manifest, vf).items():
         out[table] = [_project(infos[table], v["row"]) for v in vs
-                      if _floor_ms(v["ts_from"]) <= at and (v["ts_to"] is None or _floor_ms(v["ts_to"]) > at)]
+                      if _floor_ms(v["ts_from"], unit) <= at and (v["ts_to"] is None or _floor_ms(v["ts_to"], unit) > at)]
     return out
 
 

@@ -23,11 +23,22 @@ def _vendor_type(col: dict[str, Any]) -> str | None:
     t = col.get("type")
     if not isinstance(t, str):
         return None
-    if col.get("column-length") is not None:
+    if isinstance(col.get("precision"), int):
+        t = f"{t}({col['precision']},{col.get('scale') or 0})"
+    elif col.get("column-length") is not None:
         t = f"{t}({col['column-length']})"
     if col.get("signed") is False:
         t += " unsigned"
     return t
+
+
+def _canonical(col: dict[str, Any]) -> str | None:
+    """The canonical type of a `def` column; a DECIMAL without its precision is unknown (None)."""
+    found = canonical_type(col.get("type"))
+    if found == "decimal":
+        p = col.get("precision")
+        return f"decimal({p},{col.get('scale') or 0})" if isinstance(p, int) and 0 < p <= 38 else None
+    return found
 
 
 def version_of(definition: Any, stream: str, database: str | None, table: str | None) -> SchemaVersion | None:
@@ -38,7 +49,7 @@ def version_of(definition: Any, stream: str, database: str | None, table: str | 
     if not cols:
         return None
     pks = [str(k) for k in definition.get("primary-key") or ()]
-    columns = [SchemaColumn(name=c["name"], vendor_type=_vendor_type(c), canonical_type=canonical_type(c.get("type")),
+    columns = [SchemaColumn(name=c["name"], vendor_type=_vendor_type(c), canonical_type=_canonical(c),
                             ordinal=i + 1, pk_position=pks.index(c["name"]) + 1 if c["name"] in pks else None)
                for i, c in enumerate(cols)]
     text = repr([(c.name, c.vendor_type, c.pk_position) for c in columns])

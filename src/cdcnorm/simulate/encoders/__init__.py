@@ -38,6 +38,7 @@ class SimFormat:
         carries_added_column: the format delivers the column a DDL adds (else the truth drops it).
         extra_outputs: folders under OUT the encoder writes besides its input (cleaned before a run).
         user_options: `(OUT, manifest entry) -> adapter options` a user of the format must pass.
+        time_unit_us: the precision of its source times; `as_of` checks pick points at it.
     """
 
     vendor: str
@@ -49,6 +50,8 @@ class SimFormat:
     carries_added_column: bool = True
     extra_outputs: tuple[str, ...] = ()
     user_options: Callable[[Path, dict[str, Any]], dict[str, Any]] = _no_options
+    time_unit_us: int = 1000
+    """The coarsest source time the format carries (µs): milliseconds, or whole seconds (Maxwell's `ts`)."""
 
     @property
     def name(self) -> str:

@@ -236,6 +236,7 @@ def user_options(out: Path, info: dict[str, Any]) -> dict[str, Any]:
 
 FORMATS = (
     SimFormat("maxwell", "json", MaxwellEncoder, truth_kind, vendor_type, carries_truncate=False,
-              user_options=user_options),
+              user_options=user_options, time_unit_us=1_000_000),
 )
-"""The Maxwell format the simulator writes (a truncate is not carried; the added column is)."""
+"""The Maxwell format the simulator writes (a truncate is not carried; the added column is; source times are
+whole seconds)."""
