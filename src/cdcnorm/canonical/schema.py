@@ -50,8 +50,9 @@ FLAGS: dict[str, str] = {
     "untyped_values": "decoded without the vendor's schema: values as the JSON gives them or as the user declared "
                       "their columns (best effort: a Base64 decimal reads as text, epoch units are assumed)",
     "changed_columns_partial": "an update whose vendor names the changed columns' old values but can miss changes "
-                               "(Canal's `old` leaves out a NULL -> value change): `changed_columns` lists the "
-                               "columns named, the before image's other columns are copied from the after image",
+                               "(Canal's `old`, and Maxwell's with `output_nulls` off, leave out a NULL -> value "
+                               "change): `changed_columns` lists the columns named, the before image's other columns "
+                               "are copied from the after image",
     "unknown_position": "the event carries no usable log position (placeholders such as an empty binlog file): "
                         "its event id is made of its key, images and source time",
     "file_order": "the vendor writes no per-row position: the row's order is its file's name and its index in the "

@@ -6,7 +6,8 @@ values of the changed columns only, so the before image of an update is `data` o
 `old` names that `data` lacks became NULL (`output_nulls=false` drops NULL columns from `data`; with
 `output_nulls` on it was not captured). With
 `output_nulls` off, a column absent from both is unknown, never NULL: it is in neither image, and a
-NULL -> value change is missing from `old` (so `changed_columns`, the columns `old` names, may be incomplete).
+NULL -> value change is missing from `old` (so `changed_columns`, the columns `old` names, may be incomplete:
+the update is flagged `changed_columns_partial`, as Canal's are).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from cdcnorm.adapters.maxwell.envelope import ROW_TYPES
 from cdcnorm.adapters.maxwell.values import Decoder, decode_image
 from cdcnorm.canonical.record import Change
 from cdcnorm.errors import DecodeError
+
+PARTIAL = "changed_columns_partial"
+"""An update whose `old` can miss a NULL -> value change (`output_nulls` off)."""
 
 VENDOR, SOURCE_DB = "maxwell", "mysql"
 UNTYPED = "untyped_values"
@@ -75,6 +79,8 @@ def data_change(msg: dict[str, Any], fmt: str, stream: str, table: Table, delive
                     after[col] = None
         before = {**after, **(old or {})}
         changed = list(old or ())
+        if not output_nulls:
+            flags.append(PARTIAL)
     else:
         after = data
     image = before if op == "DELETE" else after

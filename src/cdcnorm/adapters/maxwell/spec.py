@@ -8,7 +8,7 @@ SPEC = VendorSpec(
     name="maxwell",
     adapter="cdcnorm.adapters.maxwell.adapter:MaxwellAdapter",
     formats=("maxwell.json",),
-    flags=("key_change", "timestamp_as_string", "unknown_position", "untyped_values"),
+    flags=("changed_columns_partial", "key_change", "timestamp_as_string", "unknown_position", "untyped_values"),
     sample_options={},
     summary="Maxwell's daemon MySQL change rows, bootstrap snapshots and DDL events (JSON, optionally encrypted)",
 )
