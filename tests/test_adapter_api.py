@@ -49,7 +49,7 @@ def tutorial_adapter():
 
 # -- the registry ---------------------------------------------------------------------------------------------
 def test_registry_is_sorted_and_names_every_builtin_vendor():
-    assert list(REGISTRY) == sorted(REGISTRY) == ["datahub", "datastream", "debezium", "replicate"]
+    assert list(REGISTRY) == sorted(REGISTRY) == ["datahub", "datastream", "debezium", "dms", "replicate"]
     assert names() == sorted(names())
     for name in REGISTRY:
         s = spec(name)
