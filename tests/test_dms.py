@@ -298,3 +298,17 @@ def test_a_column_added_after_create_table_gets_a_schema_version():
     versions = [json.loads(r["_schema"]) for r in rows if r["_kind"] == "schema"]
     assert [[c["name"] for c in v["columns"]] for v in versions] == [["id"], ["id", "tier"]]
     assert versions[1]["columns"][0]["pk_position"] == 1 and versions[1]["columns"][1]["canonical_type"] == "string"
+
+
+def test_a_redelivered_load_row_keeps_its_id_after_the_table_grew():
+    create = {"data": None, "metadata": {"timestamp": "2024-01-01T00:00:00Z", "record-type": "control",
+                                         "operation": "create-table", "schema-name": "s", "table-name": "t"},
+              "control": {"table-def": {"columns": {"id": {"type": "INT32"}}, "primary-key": ["id"]}}}
+    load = {"data": {"id": 1}, "metadata": {"timestamp": "2024-01-01T00:00:01Z", "record-type": "data",
+                                           "operation": "load", "schema-name": "s", "table-name": "t"}}
+    grown = {"data": {"id": 2, "tier": "gold"}, "metadata": {**load["metadata"], "operation": "insert",
+                                                             "timestamp": "2024-01-01T00:00:02Z"}}
+    rows = changes(decode(*(json.dumps(m).encode() for m in (create, load, grown, load))))
+    first, again = rows[1], rows[3]
+    assert again["after"] == {"id": 1, "tier": None} and first["after"] == {"id": 1}
+    assert first["event_id"] == again["event_id"]  # the same message: one event, whatever the decoder learnt

@@ -26,7 +26,8 @@ def test_fed_tree_equals_the_simulated_one_and_every_file_lands_once(tmp_path):
     staged = files_under(tmp_path / "fed" / STAGING)
     assert sorted(d.rel for d in plan.deliveries) == sorted(staged)  # each staged file planned once
     assert sum(d.late for d in plan.deliveries) == 1
-    assert {d.rel.split("/", 1)[0] for d in plan.deliveries} == {"datastream", "replicate", "datahub", "debezium", "goldengate"}
+    assert {d.rel.split("/", 1)[0] for d in plan.deliveries} == {"datastream", "replicate", "datahub", "debezium", "dms",
+                                                              "goldengate", "canal", "maxwell"}
     assert feed(tmp_path / "fed", plan, 0) == len(plan.deliveries)
 
     simulate(tmp_path / "plain", ["all"], gap_days=2, **SMALL)  # the same history, written at once

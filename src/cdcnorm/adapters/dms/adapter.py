@@ -28,6 +28,10 @@ VENDOR = SPEC.name
 CREATE_TABLE = b'"create-table"'
 FMT_CSV, FMT_PARQUET, FMT_JSON = SPEC.formats
 PARQUET_TYPES = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint"}
+"""Parquet integer widths: their values are read as these types."""
+PARQUET_NAMES = {"double": "double", "float": "float", "bool": "boolean", "string": "string",
+                 "large_string": "string", "binary": "binary", "large_binary": "binary", "date32[day]": "date"}
+"""Other Parquet types, named for the schema version only (their values arrive typed)."""
 
 
 class DmsAdapter(Adapter):
@@ -112,6 +116,7 @@ class DmsAdapter(Adapter):
 
     def _rows(self, path: str, f: S3File, fmt: str, rows, out: BatchBuilder):
         state: list[RowDecoder | DecodeError | None] = [None]
+        sent = [False]
         delimiter = self.options.csv_delimiter
 
         def decoder_for(values: list[Any], header: list[str] | None, schema: Any) -> RowDecoder:
@@ -134,7 +139,14 @@ class DmsAdapter(Adapter):
             raw = item.raw if item.raw is not None else _raw_of(values, delimiter)
             out.begin_record(path, item.index, offset=str(item.offset), raw=raw)
             try:
-                for change in decoder_for(values, header, schema).changes(values, item.index):
+                rows = decoder_for(values, header, schema)
+                changes = rows.changes(values, item.index)
+                if not sent[0]:
+                    sent[0] = True
+                    version = rows.version(changes[0].source_ts or changes[0].capture_ts)
+                    if version is not None:
+                        out.schema(version)
+                for change in changes:
                     out.change(change)
             except DecodeError as exc:
                 out.quarantine(exc.error_class, f"{path}: {exc.message}")
@@ -171,10 +183,22 @@ class DmsAdapter(Adapter):
 
 
 def _parquet_types(schema: Any) -> dict[str, str] | None:
-    """Integer widths a Parquet schema states (other values arrive typed already)."""
+    """The canonical types a Parquet schema states (values arrive typed already; integer widths and the
+    types of the schema version come from here)."""
     if schema is None:
         return None
-    return {f.name: PARQUET_TYPES[str(f.type)] for f in schema if str(f.type) in PARQUET_TYPES}
+    found = {}
+    for f in schema:
+        t = str(f.type)
+        if t in PARQUET_TYPES:
+            found[f.name] = PARQUET_TYPES[t]
+        elif t.startswith("decimal"):
+            found[f.name] = "decimal(" + t[t.index("(") + 1:].replace(" ", "")
+        elif t.startswith("timestamp"):
+            found[f.name] = "timestamp" if "tz=" in t else "timestamp_ntz"
+        elif t in PARQUET_NAMES:
+            found[f.name] = PARQUET_NAMES[t]
+    return found
 
 
 def _raw_of(values: list[Any] | None, delimiter: str):

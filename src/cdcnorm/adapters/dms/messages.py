@@ -156,7 +156,8 @@ class MessageDecoder:
             position = f"{spos or tx_id}:{rec_id}"
         else:
             key = key_of(image, keys) if keys else None
-            id_parts = (op, str(sorted(key.items())) if key else "", image_hash(image),
+            # the row as DMS wrote it: what the decoder adds (columns a definition fills) never changes the id
+            id_parts = (op, str(sorted(key.items())) if key else "", image_hash(obj.get("data")),
                         None if snapshot else str(tx_id), _us(commit))
             position = None
         when = commit or (None if snapshot else processed)

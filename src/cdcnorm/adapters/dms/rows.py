@@ -19,7 +19,7 @@ from typing import Any
 from cdcnorm.adapters.dms.options import DmsOptions
 from cdcnorm.adapters.dms.paths import S3File
 from cdcnorm.adapters.dms.values import TEXT, Decoder, decoder, timestamp_text
-from cdcnorm.canonical.record import Change, split_key_change
+from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion, image_hash, split_key_change
 from cdcnorm.errors import DecodeError
 
 OP_COLUMN = "Op"
@@ -27,6 +27,7 @@ OPS = {"I": "INSERT", "U": "UPDATE", "D": "DELETE"}
 FILE_ORDER = "file_order"
 OP_FROM_SETTINGS = "op_from_settings"
 NO_SCHEMA = "no_schema"
+INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint"})
 
 
 def lookup(by_table: dict[str, Any], schema: str | None, table: str) -> Any:
@@ -54,6 +55,8 @@ class Layout:
     """The names are positions (`col_1`, ...): no header, schema or table definition named them."""
     before: dict[str, str] = field(default_factory=dict)
     """before-image column -> the data column it is the old value of."""
+    types: dict[str, str] = field(default_factory=dict)
+    """data column -> its canonical type (declared, or the Parquet schema's), for the schema version."""
 
 
 def layout(o: DmsOptions, f: S3File, header: list[str] | None, width: int,
@@ -79,7 +82,8 @@ def layout(o: DmsOptions, f: S3File, header: list[str] | None, width: int,
                                              "columns as this file has them")
         else:
             names, invented = [f"col_{i + 1}" for i in range(max(n, 0))], True
-    typed = {**declared, **(types or {})}
+    stated = types or {}
+    typed = {**declared, **{n: t for n, t in stated.items() if t in INTEGERS}}  # what values are read as
     decs = [decoder(typed.get(n), not o.no_hex_prefix) if n in typed else None for n in names]
     prefix = o.before_image_prefix
     data = set(names)
@@ -87,7 +91,9 @@ def layout(o: DmsOptions, f: S3File, header: list[str] | None, width: int,
     for i, n in enumerate(names):  # a BI_ column reads as its data column does
         if n in before and decs[i] is None and before[n] in typed:
             decs[i] = decoder(typed[before[n]], not o.no_hex_prefix)
-    return Layout(has_op, ts, names, decs, invented, before)
+    described = {**stated, **declared}
+    return Layout(has_op, ts, names, decs, invented, before,
+                  {n: described.get(n, "string") for n in names if n not in before})
 
 
 class RowDecoder:
@@ -100,6 +106,20 @@ class RowDecoder:
         self.database, self.schema = (f.schema, None) if mysql else (None, f.schema)
         self.start = 1 + lay.timestamp if lay.has_op else int(lay.timestamp)
         self.flags = [FILE_ORDER] + ([NO_SCHEMA] if lay.invented else [])
+
+    def version(self, when: Any) -> SchemaVersion | None:
+        """The table's schema version as this file lays it out (None for positional names): its columns, the
+        declared or Parquet types and the declared key; `first_seen` = the file's first row time."""
+        if self.lay.invented:
+            return None
+        keys = self.keys or []
+        cols = [SchemaColumn(name=n, vendor_type=None, canonical_type=t, ordinal=i + 1,
+                             pk_position=keys.index(n) + 1 if n in keys else None)
+                for i, (n, t) in enumerate(self.lay.types.items())]
+        version = f"dms-{image_hash({**self.lay.types, '': ','.join(keys)}).hex()[:16]}"
+        return SchemaVersion(vendor=self.vendor, stream=self.stream, schema_version=version, columns=cols,
+                             source_db=self.o.source_db, database=self.database, schema=self.schema,
+                             table=self.f.table, first_seen=when)
 
     def changes(self, values: list[Any], index: int) -> list[Change]:
         """The change(s) of one row: `values` in file order (text cells, or a Parquet row's values)."""

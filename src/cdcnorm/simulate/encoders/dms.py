@@ -5,8 +5,9 @@ except where noted: one folder per table, `shop/<table>/` (every table's schema 
 `LOAD00000001` without an `Op` column (`IncludeOpForFullLoad=false`); CDC files named by the time of their
 first change (`yyyymmdd-hhmmssSSS`, strictly increasing per table), a new one every `rotate` rows and at a
 table's DDL; `Op` first (I / U / D), then the timestamp column `dms_commit_ts` (`TimestampColumnName`, commit
-time as `yyyy-MM-dd HH:mm:ss.ffffff` UTC), then the data columns, then `BI_<key>` columns holding the key's
-values before an update (an `add-before-image-columns` rule on the key columns, so a key change can be told).
+time as `yyyy-MM-dd HH:mm:ss.ffffff` UTC, at millisecond precision), then the data columns, then `BI_<key>`
+columns holding the key's values before an update (an `add-before-image-columns` rule on the key columns, so a
+key change can be told).
 CSV: `AddColumnName=true` (a header in every file), NULL as an empty field. Parquet: the columns typed, the
 timestamp column a string, timestamps microseconds UTC.
 
@@ -53,6 +54,11 @@ def vendor_type(t: TableDef, col: Col) -> str:
 
 def _when(ts_us: int) -> dt.datetime:
     return EPOCH + dt.timedelta(microseconds=ts_us)
+
+
+def commit_text(ts_us: int) -> str:
+    """The timestamp column: the commit time at the source's millisecond precision, 6 digits written."""
+    return _when(ts_us - ts_us % 1000).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def csv_text(col: Col, v: Any) -> str:
@@ -195,7 +201,7 @@ class DmsS3Encoder:
             fh.write(_csv_line(header))
             for op, ts_us, row, before in rows:
                 cells = [op] if has_op else []
-                cells.append(_when(ts_us).strftime("%Y-%m-%d %H:%M:%S.%f"))
+                cells.append(commit_text(ts_us))
                 cells += [csv_text(c, row.get(c.name)) for c in cols]
                 cells += [csv_text(byname[k], (before or {}).get(k)) if before is not None else "" for k in keys]
                 fh.write(_csv_line(cells))
@@ -211,7 +217,7 @@ class DmsS3Encoder:
             fields.append(pa.field("Op", pa.string(), nullable=False))
             arrays.append([op for op, _, _, _ in rows])
         fields.append(pa.field(TS_COLUMN, pa.string(), nullable=False))
-        arrays.append([_when(ts).strftime("%Y-%m-%d %H:%M:%S.%f") for _, ts, _, _ in rows])
+        arrays.append([commit_text(ts) for _, ts, _, _ in rows])
         for c in cols:
             fields.append(pa.field(c.name, parquet_type(c)))
             arrays.append([parquet_value(c, r.get(c.name)) for _, _, r, _ in rows])

@@ -3,9 +3,10 @@ Kinesis Data Firehose delivery writes them to files.
 
 Written from docs/reference (dms.md §1, §4-§8), never from the decoder. The simulated task: full load and
 CDC, `IncludeTransactionDetails=true` (`commit-timestamp`, `stream-position`, `transaction-id`,
-`transaction-record-id`, `prev-transaction-id`), `IncludeTableAlterOperations=true` (an `add-column` control
-record at the DDL), `BeforeImageSettings` enabled with `ColumnFilter=pk-only` (`"before-image": {}` on an
-update that keeps its key, the old key on one that changes it), `IncludeNullAndEmpty=true`. A `create-table`
+`transaction-record-id`, `prev-transaction-id`; the commit time at the source's millisecond precision),
+`IncludeTableAlterOperations=true` (an `add-column` control record at the DDL), `BeforeImageSettings`
+enabled with `ColumnFilter=pk-only` (`"before-image": {}` on an update that keeps its key, the old key on one
+that changes it), `IncludeNullAndEmpty=true`. A `create-table`
 control record opens each table (its `table-def` with DMS types and the primary key) and DMS's own
 `awsdms_apply_exceptions` table has one too. Values: numbers as JSON numbers (decimals exact), dates and
 times as ISO text (UTC, `Z`), binary as `0x` hex. Deletes of a PostgreSQL-flavoured table carry the key only,
@@ -133,7 +134,7 @@ class DmsKinesisEncoder:
         else:
             row = ev.after
         meta = self._meta(t, op, ev.ts_us + 3000)
-        meta.update({"transaction-id": ev.tx or ev.seq, "commit-timestamp": iso(ev.ts_us),
+        meta.update({"transaction-id": ev.tx or ev.seq, "commit-timestamp": iso(ev.ts_us - ev.ts_us % 1000),
                      "stream-position": _position(ev), "transaction-record-id": ev.tx_seq or 1})
         if self.prev is not None:
             meta.update({"prev-transaction-id": self.prev[0], "prev-transaction-record-id": self.prev[1]})
