@@ -344,3 +344,11 @@ def test_schema_versions_from_declared_types_and_the_avro_schema():
     assert [(c["name"], c["canonical_type"]) for c in av["columns"]] == [
         ("PRODUCT_ID", "bigint"), ("NAME", "string"), ("PRICE", "decimal(10,2)"), ("UPDATED", "string")]
     assert not [r for r in read(ORDERS) if r["_kind"] == "schema"]  # nothing declared: no version
+
+
+def test_avro_text_columns_take_their_declared_type_in_the_version():
+    rows = read(AVRO, column_types={"APP.PRODUCTS": {"UPDATED": "string", "PRICE": "decimal(10,2)"}})
+    (av,) = [json.loads(r["_schema"]) for r in rows if r["_kind"] == "schema"]
+    assert av["schema_version"].startswith("avro:") and "+declared:" in av["schema_version"]
+    rows = read(AVRO, column_types={"APP.PRODUCTS": {"UPDATED": "date"}})
+    assert outcomes(rows)[0] == ("quarantine", "bad_value")  # `2024-03-07:08:00:00` is not a date

@@ -160,9 +160,16 @@ class GoldenGateAdapter(Adapter):
         if not changes or changes[0].op == "TRUNCATE" and schema is None:
             return
         first = changes[0]
-        if schema is None and self._declared:
+        declared = None
+        if self._declared:
             name = ".".join(p for p in (first.database, first.schema, first.table) if p)
-            schema = per_table(self._declared, name, first.schema, first.table or "")
+            declared = per_table(self._declared, name, first.schema, first.table or "")
+        if schema is None:
+            schema = declared
+        elif declared is not None:  # an Avro column written as text, declared (dates): the declared type
+            types = {n: ct for n, _, ct in declared[1]}
+            cols = [(n, vt, types.get(n, ct)) for n, vt, ct in schema[1]]
+            schema = (versions.merged_id(schema[0], cols), cols)
         if schema is not None:
             sv = self._sent.version(first, *schema)
             if sv is not None:

@@ -41,19 +41,30 @@ def is_op_schema(schema: Any) -> bool:
     return {"table", "op_type", "pos"} <= names and bool({"before", "after"} & names)
 
 
+_PAIRS: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+"""an image record's field names -> its (column, `<column>_isMissing`) pairs (one entry per schema)"""
+
+
+def _pairs(keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    found = _PAIRS.get(keys)
+    if found is None:
+        names = set(keys)
+        found = _PAIRS[keys] = tuple((k, k + MISSING) for k in keys
+                                     if not (k.endswith(MISSING) and k[: -len(MISSING)] in names))
+    return found
+
+
 def image_of(v: Any) -> tuple[dict[str, Any] | None, list[str] | None]:
     """(columns, missing columns) of an Avro image record; `<col>_isMissing` fields are not columns."""
     if not isinstance(v, dict):
         return None, None
     image, missing = {}, []
-    for k, x in v.items():
-        if k.endswith(MISSING) and type(x) is bool and k[: -len(MISSING)] in v:
-            if x:
-                missing.append(k[: -len(MISSING)])
-            continue
-        image[k] = x
-    for k in missing:
-        image.pop(k, None)
+    get = v.get
+    for k, m in _pairs(tuple(v)):
+        if get(m) is True:
+            missing.append(k)
+        else:
+            image[k] = v[k]
     return image, missing
 
 

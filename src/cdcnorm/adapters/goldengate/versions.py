@@ -31,6 +31,11 @@ def declared(columns: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str |
     return _id("declared:", cols), cols
 
 
+def merged_id(avro_id: str, columns: list[tuple[str, str | None, str | None]]) -> str:
+    """The id of an Avro version whose text columns a user declared as other types."""
+    return _id(avro_id + "+declared:", columns)
+
+
 def _avro_canonical(t: Any) -> tuple[str, str | None]:
     """(the Avro type as text, its canonical type) of a column's Avro type (nullable unions unwrapped)."""
     if isinstance(t, list):
