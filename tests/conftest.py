@@ -147,7 +147,8 @@ E2E_NATURAL = ("replicate-json", "replicate-avro", "replicate-capture")
 """Formats the e2e lake takes without a `stream` option: their streams come from the topic / task / Event Hub."""
 
 
-E2E_FORMATS = ("datastream-json", "replicate-json", "datahub-blob", "debezium-json")
+E2E_FORMATS = ("datastream-json", "replicate-json", "datahub-blob", "debezium-json", "dms-csv", "goldengate-json",
+               "canal-json", "maxwell-json")
 """The fast suite's e2e lake: one format per vendor (`e2e`); `make test-slow` checks every format (`e2e_all`)."""
 
 

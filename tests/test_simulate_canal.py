@@ -116,6 +116,7 @@ def test_java_double():
         ["1.0", "12.5", "1.0E7", "1.5E-4", "-2.25E10", "0.001"]
 
 
+@pytest.mark.slow  # make test: canal-json in the fast e2e lake (test_e2e)
 def test_normalize_and_apply_equal_the_truth(spark, tmp_path):
     from cdcnorm.simulate.verify import build_lake, check_format
 

@@ -113,6 +113,7 @@ def test_quirks_inserts_only_and_no_before_image(tmp_path):
 DMS_FORMATS = ("dms-csv", "dms-parquet", "dms-kinesis")
 
 
+@pytest.mark.slow  # make test: dms-csv in the fast e2e lake (test_e2e)
 def test_every_dms_format_normalizes_and_applies_to_its_truth(spark, tmp_path):
     from cdcnorm.simulate.verify import build_lake, check_format
 

@@ -82,8 +82,8 @@ def test_without_quirks_updates_carry_full_images(tmp_path):
     assert updates and all(r["before"] and set(r["before"]) == set(r["after"]) for r in updates)
 
 
-@pytest.mark.parametrize("vf", ["goldengate-json", pytest.param("goldengate-json_row", marks=pytest.mark.slow),
-                                pytest.param("goldengate-avro_op", marks=pytest.mark.slow)])
+@pytest.mark.slow  # make test: goldengate-json in the fast e2e lake (test_e2e)
+@pytest.mark.parametrize("vf", ["goldengate-json", "goldengate-json_row", "goldengate-avro_op"])
 def test_normalize_and_apply_equal_the_truth(spark, tmp_path, vf):
     run = build_lake(spark, tmp_path / "sim", tmp_path / "lake", formats=(vf,), rotate=60, **SIZE)
     report = run["reports"][vf]
