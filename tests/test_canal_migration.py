@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-import cdcnorm
 from cdcnorm.migrate import compare
-from cdcnorm.migrate.cutover import cutover
-from cdcnorm.simulate import simulate
-from cdcnorm.simulate.verify import options_for
+from vendor_lake import assert_cutover_loses_and_doubles_nothing, history_lake
 
 FORMATS = ["canal-json", "debezium-json"]
 pytestmark = pytest.mark.slow
@@ -20,14 +17,7 @@ pytestmark = pytest.mark.slow
 def both(spark, tmp_path_factory):
     """One history (2 tables: `order_lines` MySQL for both, `customers` PostgreSQL for Debezium) in both
     vendors' formats, normalized into one lake."""
-    root = tmp_path_factory.mktemp("canal-dbz")
-    manifest = simulate(root / "sim", vendors=FORMATS, tables=2, rows=8, changes=30, quirks=[])
-    lake = str(root / "lake")
-    for vf in FORMATS:
-        vendor = vf.split("-", 1)[0]
-        cdcnorm.normalize([str(manifest.input_dir(vf))], vendor, spark=spark, lake=lake,
-                          options=options_for(vf, manifest))
-    return root, lake
+    return history_lake(spark, tmp_path_factory.mktemp("canal-dbz"), FORMATS)
 
 
 @pytest.mark.parametrize("table", ["order_lines", "customers"])
@@ -47,9 +37,4 @@ LOSSY = {"order_lines": {"integer_boolean"}, "customers": {"integer_boolean", "n
 
 def test_cutover_from_canal_to_debezium_loses_and_doubles_nothing(spark, both):
     root, lake = both
-    out = str(root / "stitched")
-    rep = cutover(spark, lake, lake, out, old_vendor="canal", new_vendor="debezium", stream="stitched")
-    assert rep["status"] == "done" and rep["unmatched_tables"] == {"old": [], "new": []}
-    assert all(t["status"] == "ok" for t in rep["tables"])
-    check = compare(spark, out, lake, left_vendor="debezium:stitched", right_vendor="debezium")
-    assert check["equal"] is True, [t["reasons"] for t in check["tables"]]
+    assert_cutover_loses_and_doubles_nothing(spark, root, lake, "canal", "debezium")

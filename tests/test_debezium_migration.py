@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-import cdcnorm
 from cdcnorm.migrate import compare
-from cdcnorm.migrate.cutover import cutover
-from cdcnorm.simulate import simulate
-from cdcnorm.simulate.verify import options_for
+from vendor_lake import assert_cutover_loses_and_doubles_nothing, history_lake
 
 FORMATS = ["datastream-json", "replicate-json", "debezium-json"]
 pytestmark = pytest.mark.slow
@@ -19,14 +16,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def three(spark, tmp_path_factory):
     """One history (2 tables) in three vendors' formats, normalized into one lake."""
-    root = tmp_path_factory.mktemp("dbz-three")
-    manifest = simulate(root / "sim", vendors=FORMATS, tables=2, rows=8, changes=30, quirks=[])
-    lake = str(root / "lake")
-    for vf in FORMATS:
-        vendor = vf.split("-", 1)[0]
-        cdcnorm.normalize([str(manifest.input_dir(vf))], vendor, spark=spark, lake=lake,
-                          options=options_for(vf, manifest))
-    return root, lake
+    return history_lake(spark, tmp_path_factory.mktemp("dbz-three"), FORMATS)
 
 
 @pytest.mark.parametrize("other", ["datastream", "replicate"])
@@ -50,14 +40,4 @@ def test_debezium_carries_the_truncate_the_other_json_formats_cannot(spark, thre
 
 def test_cutover_from_replicate_to_debezium_loses_and_doubles_nothing(spark, three):
     root, lake = three
-    out = str(root / "stitched")
-    rep = cutover(spark, lake, lake, out, old_vendor="replicate", new_vendor="debezium", stream="stitched")
-    assert rep["status"] == "done" and rep["unmatched_tables"] == {"old": [], "new": []}
-    assert all(t["status"] == "ok" for t in rep["tables"])
-    # the stitched stream (Replicate before the cut, Debezium after) is the Debezium stream's history
-    check = compare(spark, out, lake, left_vendor="debezium:stitched", right_vendor="debezium")
-    assert check["equal"] is True, [t["reasons"] for t in check["tables"]]
-    for t in check["tables"]:
-        assert t["state"]["rows_only_left"] == t["state"]["rows_only_right"] == 0
-    again = cutover(spark, lake, lake, out, old_vendor="replicate", new_vendor="debezium", stream="stitched")
-    assert again["rows_written"] == 0 and again["rows_skipped_existing"] == rep["rows_written"]
+    assert_cutover_loses_and_doubles_nothing(spark, root, lake, "replicate", "debezium")

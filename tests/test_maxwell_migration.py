@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-import cdcnorm
 from cdcnorm.migrate import compare
-from cdcnorm.migrate.cutover import cutover
-from cdcnorm.simulate import simulate
-from cdcnorm.simulate.verify import options_for
+from vendor_lake import assert_cutover_loses_and_doubles_nothing, history_lake
 
 FORMATS = ["maxwell-json", "debezium-json"]
 pytestmark = pytest.mark.slow
@@ -19,13 +16,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def both(spark, tmp_path_factory):
     """One history (3 tables) in Maxwell's and Debezium's JSON, normalized into one lake."""
-    root = tmp_path_factory.mktemp("maxwell-dbz")
-    manifest = simulate(root / "sim", vendors=FORMATS, tables=3, rows=8, changes=40, quirks=["duplicates"])
-    lake = str(root / "lake")
-    for vf in FORMATS:
-        cdcnorm.normalize([str(manifest.input_dir(vf))], vf.split("-", 1)[0], spark=spark, lake=lake,
-                          options=options_for(vf, manifest))
-    return root, lake
+    return history_lake(spark, tmp_path_factory.mktemp("maxwell-dbz"), FORMATS, quirks=["duplicates"], tables=3,
+                        changes=40)
 
 
 def test_maxwell_compares_equal_to_debezium(spark, both):
@@ -51,10 +43,4 @@ def test_maxwell_cannot_carry_the_truncate_debezium_sends(spark, both):
 
 def test_cutover_from_maxwell_to_debezium_loses_and_doubles_nothing(spark, both):
     root, lake = both
-    out = str(root / "stitched")
-    rep = cutover(spark, lake, lake, out, old_vendor="maxwell", new_vendor="debezium", stream="stitched",
-                  tables=["customers"])
-    assert rep["status"] == "done", rep
-    assert all(t["status"] == "ok" for t in rep["tables"])
-    check = compare(spark, out, lake, left_vendor="debezium:stitched", right_vendor="debezium", tables=["customers"])
-    assert check["equal"] is True, [t["reasons"] for t in check["tables"]]
+    assert_cutover_loses_and_doubles_nothing(spark, root, lake, "maxwell", "debezium", tables=["customers"])

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-import cdcnorm
 from cdcnorm.migrate import compare
-from cdcnorm.simulate import simulate
-from cdcnorm.simulate.verify import options_for
+from vendor_lake import history_lake
 
 ENTERPRISE = ["dms-kinesis", "goldengate-json"]
 BINLOG = ["canal-json", "maxwell-json"]
@@ -20,14 +18,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def lake(spark, tmp_path_factory):
     """One history (2 tables: `customers` PostgreSQL-flavoured, `order_lines` MySQL) in the four formats."""
-    root = tmp_path_factory.mktemp("vendor-matrix")
-    manifest = simulate(root / "sim", vendors=ENTERPRISE + BINLOG, tables=2, rows=8, changes=30, quirks=[])
-    lake = str(root / "lake")
-    for vf in ENTERPRISE + BINLOG:
-        vendor = vf.split("-", 1)[0]
-        cdcnorm.normalize([str(manifest.input_dir(vf))], vendor, spark=spark, lake=lake,
-                          options=options_for(vf, manifest))
-    return lake
+    return history_lake(spark, tmp_path_factory.mktemp("vendor-matrix"), ENTERPRISE + BINLOG)[1]
 
 
 PAIRS = [(e.split("-")[0], b.split("-")[0]) for e in ENTERPRISE for b in BINLOG]
