@@ -99,6 +99,17 @@ def test_redelivered_file_keeps_its_ids_and_a_rewritten_object_gets_new_ones(tmp
     assert not set(first) & {r["event_id"] for r in changes(read(p))}
 
 
+def test_the_same_file_read_from_another_bucket_or_a_download_keeps_its_ids(tmp_path):
+    """A row's identity is where DMS put it (`<schema>/<table>/<file>`), its size and index, not the bucket or
+    folders it is read from: a mirrored bucket or a local download gives the same events."""
+    text = "I,1,a\nU,1,b\n"
+    bucket = [r["event_id"] for r in changes(read(s3(tmp_path, "bucket/dms/public/t/20240101-000000000.csv", text)))]
+    mirror = [r["event_id"] for r in changes(read(s3(tmp_path, "download/public/t/20240101-000000000.csv", text)))]
+    assert len(bucket) == 2 and mirror == bucket
+    other = [r["event_id"] for r in changes(read(s3(tmp_path, "bucket/dms/public/u/20240101-000000000.csv", text)))]
+    assert not set(other) & set(bucket)  # another table's file of the same name
+
+
 def test_null_marker_and_empty_strings(tmp_path):
     p = s3(tmp_path, "public/t/LOAD00000001.csv", '1,,NULL\n')
     assert changes(read(p, csv_null_value="NULL"))[0]["after"] == {"col_1": "1", "col_2": "", "col_3": None}

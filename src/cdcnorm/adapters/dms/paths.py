@@ -3,8 +3,11 @@
 Full-load files are `LOAD` + 8 uppercase hex digits (fixed width: string order is numeric order); CDC files
 are named by time, `yyyymmdd-hhmmssSSS[S].csv|.parquet`. Their total order within a table is (full load
 before CDC, then the file name, then the row index): DMS writes no per-row sequence. The identity of a row is
-the file's (its normalised URI and size: DMS writes an S3 object whole and never appends to it) and the
-row's index in it.
+the file's and the row's index in it. A file is identified by the name DMS gave it (`<schema>/<table>/<file>`)
+and its size: DMS writes an S3 object whole under a name it never reuses for the table, and never appends to
+it. The bucket and the folders above it are left out, so a copied or mirrored bucket (`s3://` read again
+through a mount, a local download) keeps every id; two tasks writing one table are told apart by their
+`stream`, which every event id includes.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import re
 from dataclasses import dataclass
 
 from cdcnorm.errors import DecodeError
-from cdcnorm.runtime.fs import normalized_uri
 
 _LOAD = re.compile(r"^LOAD[0-9A-F]{8}(?:\.|$)")
 _CDC = re.compile(r"^(\d{8})-(\d{6})(\d{3,4})(?:\.|$)")
@@ -29,7 +31,8 @@ class S3File:
     name: str
     full_load: bool
     identity: str
-    """The object's ledger identity as text: normalised URI and size."""
+    """The object's identity as text: `<schema>/<table>/<file name>#<size>` (where DMS put it, not where it is
+    read from)."""
     written: dt.datetime | None = None
     """A CDC file's time from its name (when DMS wrote it, UTC): the rows' `capture_ts`, fixed for the object."""
 
@@ -54,7 +57,8 @@ def s3_file(path: str, size: int, table_option: str | None) -> S3File:
         raise DecodeError("missing_table", f"{path}: a DMS S3 file is named LOAD######## or by its time and sits in "
                                            "<schema>/<table>/; pass the option `table` (schema.table) for files "
                                            "kept or named otherwise")
-    return S3File(schema, table, name, bool(_LOAD.match(name)), f"{normalized_uri(path)}#{size}", file_time(name))
+    identity = f"{schema or ''}/{table}/{name}#{size}"
+    return S3File(schema, table, name, bool(_LOAD.match(name)), identity, file_time(name))
 
 
 def file_time(name: str) -> dt.datetime | None:
