@@ -323,3 +323,28 @@ def test_a_redelivered_load_row_keeps_its_id_after_the_table_grew():
     first, again = rows[1], rows[3]
     assert again["after"] == {"id": 1, "tier": None} and first["after"] == {"id": 1}
     assert first["event_id"] == again["event_id"]  # the same message: one event, whatever the decoder learnt
+
+
+def test_stored_definitions_of_another_stream_do_not_type_this_streams_messages():
+    """One lake, two tasks with the same table: the Kinesis run reads its own stream's stored version only
+    (the S3 task declared `created` as an aware timestamp, the Kinesis `create-table` said DATETIME)."""
+    from cdcnorm.adapters.base import FirstPass
+
+    def version(stream: str, created: str, seen: dt.datetime) -> dict:
+        return {"vendor": "dms", "stream": stream, "schema_version": f"dms-{stream}", "schema": "s", "table": "t",
+                "first_seen": seen, "columns": [
+                    {"name": "id", "canonical_type": "int", "ordinal": 1, "pk_position": 1},
+                    {"name": "created", "canonical_type": created, "ordinal": 2, "pk_position": None}]}
+
+    stored = [version("kinesis", "timestamp_ntz", dt.datetime(2024, 1, 1)),
+              version("s3", "timestamp", dt.datetime(2024, 1, 2))]
+    msg = {"data": {"id": 1, "created": "2024-01-03T10:00:00Z"}, "metadata": {
+        "timestamp": "2024-01-03T10:00:01Z", "record-type": "data", "operation": "insert",
+        "schema-name": "s", "table-name": "t", "transaction-id": 7}}
+    for order in (stored, stored[::-1]):
+        prepared = DmsAdapter({"stream": "kinesis"}).prepare(FirstPass(kind="messages", stored_schemas=order))
+        out = BatchBuilder()
+        out.begin_record("t", 0)
+        prepared.decode_message(json.dumps(msg).encode(), MessageMeta(), out)
+        row = changes(rows_of(out.flush()))[0]
+        assert row["after"]["created"] == dt.datetime(2024, 1, 3, 10) and row["key"] == {"id": 1}

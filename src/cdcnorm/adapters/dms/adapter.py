@@ -8,6 +8,7 @@ single-line `json-unformatted`).
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 from typing import IO, Any, ClassVar
 
@@ -83,8 +84,14 @@ class DmsAdapter(Adapter):
         return [found] if found is not None else []
 
     def prepare(self, first: FirstPass) -> DmsAdapter:
-        """Decode with every table definition the input and the lake hold (input last: the newest wins)."""
-        stored = [d for d in map(stored_def, first.stored_schemas) if d is not None]
+        """Decode with every table definition the input and the lake hold (input last: the newest wins).
+
+        Only the lake's versions of this run's stream count, oldest first: another task (an S3 task with its
+        declared types, or a second Kinesis task) may hold the same table with other types.
+        """
+        stream = self.stream_name(None, VENDOR)
+        own = sorted((r for r in first.stored_schemas if r.get("stream") == stream), key=_stored_order)
+        stored = [d for d in map(stored_def, own) if d is not None]
         found = sorted(first.items, key=lambda d: (str(d.get("schema")), d["table"], orjson.dumps(d)))
         defs = [*self.options.table_defs, *stored, *found]
         return type(self)(self.options.model_copy(update={"table_defs": defs, "learn_tables": False}))
@@ -205,3 +212,10 @@ def _raw_of(values: list[Any] | None, delimiter: str):
     """A row's bytes for the quarantine, made only when it is quarantined."""
     return lambda: delimiter.join("" if v is None else str(v) for v in values or ()).encode("utf-8",
                                                                                          "surrogateescape")
+
+
+def _stored_order(row: dict[str, Any]) -> tuple[float, str]:
+    """A stored schema version's place: first seen (undated first), then its id."""
+    seen = row.get("first_seen")
+    when = (seen if seen.tzinfo else seen.replace(tzinfo=dt.UTC)).timestamp() if seen is not None else float("-inf")
+    return when, str(row.get("schema_version") or "")
