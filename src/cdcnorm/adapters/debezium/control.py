@@ -14,6 +14,7 @@ from typing import Any
 from cdcnorm.adapters.ddl import parse_ddl
 from cdcnorm.adapters.debezium import positions
 from cdcnorm.adapters.debezium.changes import SOURCE_DB, table_of
+from cdcnorm.adapters.numbers import lenient_int
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion
 from cdcnorm.errors import DecodeError
 
@@ -23,7 +24,7 @@ _PG_TX = re.compile(r"^\d+:\d+$")
 
 def heartbeat(payload: dict[str, Any], fmt: str, stream: str) -> Change:
     """A heartbeat `{ts_ms}`: the connector was alive at that time (nothing changed)."""
-    ts = positions._int(payload.get("ts_ms"))
+    ts = lenient_int(payload.get("ts_ms"))
     at = positions.capture_time(payload)
     return Change(vendor=VENDOR, format=fmt, stream=stream, op="HEARTBEAT", sort_parts=(1, ts or 0),
                   id_parts=("HEARTBEAT", ts), vendor_op="heartbeat", capture_ts=at, content={"ts_ms": ts})
@@ -43,11 +44,11 @@ def transaction(payload: dict[str, Any], fmt: str, stream: str) -> Change:
     collections = payload.get("data_collections")
     counts = None
     if isinstance(collections, list):
-        counts = [{"data_collection": c.get("data_collection"), "event_count": positions._int(c.get("event_count"))}
+        counts = [{"data_collection": c.get("data_collection"), "event_count": lenient_int(c.get("event_count"))}
                   for c in collections if isinstance(c, dict)]
-    content = {"status": status, "id": full, "event_count": positions._int(payload.get("event_count")),
+    content = {"status": status, "id": full, "event_count": lenient_int(payload.get("event_count")),
                "data_collections": counts}
-    ts = positions._int(payload.get("ts_ms"))
+    ts = lenient_int(payload.get("ts_ms"))
     end = status == "END"
     return Change(vendor=VENDOR, format=fmt, stream=stream, op="TX_COMMIT" if end else "TX_BEGIN",
                   sort_parts=(1, ts or 0, 1 if end else 0), id_parts=("TX", status, full), vendor_op=status,
@@ -81,11 +82,11 @@ def _canonical_of_text(text: str | None) -> str:
 
 
 def _canonical(col: dict[str, Any]) -> str:
-    jdbc = positions._int(col.get("jdbcType"))
+    jdbc = lenient_int(col.get("jdbcType"))
     if jdbc is None:
         return _canonical_of_text(col.get("typeExpression") or col.get("typeName"))
     if jdbc in (2, 3):
-        p, s = positions._int(col.get("length")), positions._int(col.get("scale")) or 0
+        p, s = lenient_int(col.get("length")), lenient_int(col.get("scale")) or 0
         return f"decimal({p},{s})" if p else "string"
     return _JDBC.get(jdbc, "string")
 
@@ -142,7 +143,7 @@ def schema_change(payload: dict[str, Any], fmt: str, stream: str) -> tuple[list[
             versions.append(version)
         changes.append(Change(
             vendor=VENDOR, format=fmt, stream=stream, op="DDL", sort_parts=(1, *pos.sort, i),
-            id_parts=("DDL", *(pos.ident or (positions._int(src.get("ts_ms")),)), digest, i),
+            id_parts=("DDL", *(pos.ident or (lenient_int(src.get("ts_ms")),)), digest, i),
             source_db=source_db, database=database, schema=schema, table=table,
             vendor_op=str(tc.get("type")) if tc is not None else "DDL", ddl=ddl, ddl_changes=info.changes,
             schema_version=version.schema_version if version else None, source_ts=positions.source_time(src),
@@ -156,9 +157,9 @@ def _version(tc: dict[str, Any], stream: str, source_db: str | None, database: s
     t = tc["table"]
     pks = [str(k) for k in t.get("primaryKeyColumnNames") or ()]
     cols = [c for c in t.get("columns") or () if isinstance(c, dict)]
-    cols.sort(key=lambda c: positions._int(c.get("position")) or 0)
+    cols.sort(key=lambda c: lenient_int(c.get("position")) or 0)
     columns = [SchemaColumn(name=str(c.get("name")), vendor_type=_vendor_type(c), canonical_type=_canonical(c),
-                            ordinal=positions._int(c.get("position")) or i + 1,
+                            ordinal=lenient_int(c.get("position")) or i + 1,
                             pk_position=pks.index(c.get("name")) + 1 if c.get("name") in pks else None,
                             nullable=c.get("optional") if isinstance(c.get("optional"), bool) else None)
                for i, c in enumerate(cols)]

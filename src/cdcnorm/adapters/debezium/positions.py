@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from cdcnorm.adapters.numbers import lenient_int
+
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
@@ -32,15 +34,6 @@ class Position:
 UNKNOWN = Position((), None, None)
 
 
-def _int(v: Any) -> int | None:
-    if v is None or isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError):
-        return None
 
 
 def _hex(v: Any) -> int | None:
@@ -55,10 +48,10 @@ def _hex(v: Any) -> int | None:
 
 def mysql(src: dict[str, Any]) -> Position:
     """Binlog (file number, pos, row); GTID joins the identity. `file ""` / `pos 0`: unknown (Flink CDC)."""
-    file, pos, row = src.get("file") or "", _int(src.get("pos")), _int(src.get("row")) or 0
+    file, pos, row = src.get("file") or "", lenient_int(src.get("pos")), lenient_int(src.get("row")) or 0
     if not file or not pos:
         return UNKNOWN
-    number = _int(file.rsplit(".", 1)[-1])
+    number = lenient_int(file.rsplit(".", 1)[-1])
     gtid = src.get("gtid") or None
     text = f"{file}:{pos}:{row}" + (f" gtid={gtid}" if gtid else "")
     return Position((number if number is not None else 0, pos, row), (file, pos, row, gtid), text)
@@ -67,25 +60,25 @@ def mysql(src: dict[str, Any]) -> Position:
 def postgresql(src: dict[str, Any]) -> Position:
     """`sequence` `["<lastCommitLsn>","<lsn>"]` compared element-wise as numbers, else `lsn`."""
     seq = src.get("sequence")
-    lsn = _int(src.get("lsn"))
+    lsn = lenient_int(src.get("lsn"))
     if isinstance(seq, str) and seq.startswith("["):
         try:
             parts = orjson.loads(seq)
         except orjson.JSONDecodeError:
             parts = None
         if isinstance(parts, list) and parts:
-            nums = tuple(_int(p) or 0 for p in parts)
+            nums = tuple(lenient_int(p) or 0 for p in parts)
             if any(nums):
                 return Position(nums, ("seq", *nums), seq)
     if lsn:
-        return Position((0, lsn), ("lsn", lsn, _int(src.get("txId"))), str(lsn))
+        return Position((0, lsn), ("lsn", lsn, lenient_int(src.get("txId"))), str(lsn))
     return UNKNOWN
 
 
 def sqlserver(src: dict[str, Any]) -> Position:
     """(`commit_lsn`, `change_lsn`, `event_serial_no`) as hex numbers; the serial breaks ties."""
     commit, change = src.get("commit_lsn"), src.get("change_lsn")
-    serial = _int(src.get("event_serial_no")) or 0
+    serial = lenient_int(src.get("event_serial_no")) or 0
     c, ch = _hex(commit), _hex(change)
     if c is None and ch is None:
         return UNKNOWN
@@ -101,20 +94,20 @@ def _rs_id(v: Any) -> tuple[int, int, int]:
 
 def oracle(src: dict[str, Any]) -> Position:
     """(`commit_scn`, `scn`, `rs_id`, `ssn`) as big integers."""
-    scn, commit = _int(src.get("scn")), _int(src.get("commit_scn"))
+    scn, commit = lenient_int(src.get("scn")), lenient_int(src.get("commit_scn"))
     if not scn and not commit:
         return UNKNOWN
-    ssn = _int(src.get("ssn")) or 0
+    ssn = lenient_int(src.get("ssn")) or 0
     rs = src.get("rs_id")
     text = f"scn={scn}" + (f" commit_scn={commit}" if commit else "") + (f" rs_id={str(rs).strip()}" if rs else "") \
         + f" ssn={ssn}"
-    ident = (scn, commit, str(rs).strip() if rs else None, ssn, _int(src.get("redo_thread")))
+    ident = (scn, commit, str(rs).strip() if rs else None, ssn, lenient_int(src.get("redo_thread")))
     return Position((commit or scn or 0, scn or 0, *_rs_id(rs), ssn), ident, text)
 
 
 def mongodb(src: dict[str, Any]) -> Position:
     """The oplog timestamp (`ts_ms` / 1000 seconds, `ord`)."""
-    ts, order = _int(src.get("ts_ms")), _int(src.get("ord"))
+    ts, order = lenient_int(src.get("ts_ms")), lenient_int(src.get("ord"))
     if not ts:
         return UNKNOWN
     return Position((ts // 1000, order or 0), (ts // 1000, order), f"{ts // 1000}:{order}")
@@ -146,7 +139,7 @@ def source_time(src: dict[str, Any]) -> dt.datetime | None:
     """When the change happened at the source: `ts_ns` / `ts_us` (microseconds kept) else `ts_ms` (0.x MySQL:
     `ts_sec`); 0, negative and out-of-range times are unknown."""
     for name, micros_per in (("ts_us", 1), ("ts_ns", -1000), ("ts_ms", 1000), ("ts_sec", 1_000_000)):
-        v = _int(src.get(name))
+        v = lenient_int(src.get(name))
         if v and v > 0:
             try:
                 return _EPOCH + dt.timedelta(microseconds=v // -micros_per if micros_per < 0 else v * micros_per)
@@ -183,4 +176,4 @@ def tx_of(payload: dict[str, Any], connector: str) -> tuple[str | None, int | No
     tx_id = str(tx["id"])
     if connector == "postgresql":
         tx_id = tx_id.split(":", 1)[0]
-    return tx_id, _int(tx.get("total_order"))
+    return tx_id, lenient_int(tx.get("total_order"))

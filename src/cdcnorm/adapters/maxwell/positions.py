@@ -24,6 +24,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from cdcnorm.adapters.numbers import lenient_int
+
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 LAST = 1 << 62
 """The within-transaction order of the `commit: true` row, which carries no `xoffset`."""
@@ -41,20 +43,11 @@ class Where:
     unknown: bool = False
 
 
-def as_int(v: Any) -> int | None:
-    if v is None or isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError):
-        return None
 
 
 def seconds(v: Any) -> dt.datetime | None:
     """A row's `ts` (seconds); 0 and negative are unknown."""
-    n = as_int(v)
+    n = lenient_int(v)
     if not n or n < 0:
         return None
     try:
@@ -65,7 +58,7 @@ def seconds(v: Any) -> dt.datetime | None:
 
 def millis(v: Any) -> dt.datetime | None:
     """A DDL event's `ts` or `push_ts` (milliseconds); 0 and negative are unknown."""
-    n = as_int(v)
+    n = lenient_int(v)
     if not n or n < 0:
         return None
     try:
@@ -79,8 +72,8 @@ def binlog(position: Any) -> tuple[str, int, int] | None:
     if not isinstance(position, str) or ":" not in position:
         return None
     file, _, off = position.rpartition(":")
-    offset = as_int(off)
-    number = as_int(file.rsplit(".", 1)[-1])
+    offset = lenient_int(off)
+    number = lenient_int(file.rsplit(".", 1)[-1])
     if not file or offset is None:
         return None
     return file, number if number is not None else 0, offset
@@ -88,16 +81,16 @@ def binlog(position: Any) -> tuple[str, int, int] | None:
 
 def gtid_seq(gtid: Any) -> int:
     """The transaction number of a GTID `uuid:N` (0 when unreadable)."""
-    return as_int(str(gtid).rsplit(":", 1)[-1]) or 0 if gtid else 0
+    return lenient_int(str(gtid).rsplit(":", 1)[-1]) or 0 if gtid else 0
 
 
 def where(msg: dict[str, Any], delivery: tuple) -> Where:
     """Order and identity of a row event (`insert`, `update`, `delete`)."""
-    xid, xoffset, commit = msg.get("xid"), as_int(msg.get("xoffset")), msg.get("commit") is True
+    xid, xoffset, commit = msg.get("xid"), lenient_int(msg.get("xoffset")), msg.get("commit") is True
     in_tx = xoffset if xoffset is not None else (LAST if commit else None)
     part = ("x", xoffset) if xoffset is not None else ("commit",) if commit else ()
     server = msg.get("server_id")
-    ts = as_int(msg.get("ts"))
+    ts = lenient_int(msg.get("ts"))
     pos = binlog(msg.get("position"))
     gtid = msg.get("gtid") or None
     if pos is not None:
@@ -121,6 +114,6 @@ def tx_fields(msg: dict[str, Any]) -> tuple[str | None, int | None, bool | None]
         return None, None, None
     server = msg.get("server_id")
     tx_id = f"{server}:{xid}" if server is not None else str(xid)
-    xoffset = as_int(msg.get("xoffset"))
+    xoffset = lenient_int(msg.get("xoffset"))
     commit = msg.get("commit") is True
     return tx_id, xoffset, commit

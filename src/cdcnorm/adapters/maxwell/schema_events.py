@@ -14,6 +14,7 @@ from typing import Any
 from cdcnorm.adapters.ddl import parse_ddl
 from cdcnorm.adapters.maxwell import positions
 from cdcnorm.adapters.maxwell.values import canonical_type
+from cdcnorm.adapters.numbers import lenient_int
 from cdcnorm.canonical.record import Change, SchemaColumn, SchemaVersion
 
 VENDOR, SOURCE_DB = "maxwell", "mysql"
@@ -78,8 +79,8 @@ def ddl_change(msg: dict[str, Any], fmt: str, stream: str, delivery: tuple) -> t
         sort: tuple = (pos[1], pos[2], 0, *delivery)
         ident: tuple = ("DDL", msg.get("server_id"), pos[0], pos[2], digest)
     else:
-        sort = ((positions.as_int(msg.get("ts")) or 0) // 1000, *delivery)
-        ident = ("DDL", msg.get("server_id"), positions.as_int(msg.get("ts")), msg.get("type"), digest)
+        sort = ((lenient_int(msg.get("ts")) or 0) // 1000, *delivery)
+        ident = ("DDL", msg.get("server_id"), lenient_int(msg.get("ts")), msg.get("type"), digest)
     change = Change(
         vendor=VENDOR, format=fmt, stream=stream, op="DDL", sort_parts=(1, *sort), id_parts=ident,
         source_db=SOURCE_DB, database=database, table=table, vendor_op=msg.get("type"), ddl=sql,
