@@ -155,3 +155,28 @@ def test_two_writer_processes_commit_overlapping_files_once(spark, tmp_path):
           f"{[r.get('duplicates_concurrent', 0) for r in reports]} of {overlap} shared event ids")
     check_race(spark, lake, reports, union, overlap)
     check_truth(spark, lake, history)  # A+B+C is the whole history
+
+
+def test_a_report_another_completer_commits_after_the_check_is_not_appended_twice(spark, tmp_path, monkeypatch):
+    """Two completers of one run's intent (two queries of one process open the lake): the second checks the
+    `runs` table's app transaction, the first commits the report just after, the second must not append it again."""
+    import cdcnorm.lake.commit as lake_commit
+
+    lk = Lake(spark, str(tmp_path / "lake"), create=True)
+    report = {"run_id": "r-race", "vendor": "acme", "records_read": 0, "outcomes": {}}
+    app = lake_commit.run_app("r-race")
+    real_fresh = DeltaTableRef.fresh
+    raced = []
+
+    def fresh_then_race(self):
+        handle = real_fresh(self)
+        if self.uri.endswith("/runs") and not raced:  # the other completer wins right after this check's read
+            raced.append(True)
+            lake_commit.append_run_rows(lk.table("runs"), [dict(report)], {}, [app])
+        return handle
+
+    monkeypatch.setattr(DeltaTableRef, "fresh", fresh_then_race)
+    pending = lake_commit.Pending("r-race", {}, dict(report), 0)
+    lake_commit._commit_report(lk, pending, {})
+    assert raced
+    assert [r["run_id"] for r in lk.run_reports()] == ["r-race"]

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, CommitProperties, Transaction
 from pyspark.sql import DataFrame, SparkSession
@@ -242,16 +242,19 @@ def _commit_report(lk: Lake, p: Pending, versions: dict[str, int]) -> None:
             return
         p.report.setdefault("finished_at", dt.datetime.now(dt.UTC).isoformat())
         try:
-            append_run_rows(table, [p.report], versions, [app])
+            append_run_rows(table, [p.report], versions, [app], handle=handle)
             return
         except CommitFailedError:  # a concurrent completion of the same run won: re-check its txn
             continue
 
 
 def append_run_rows(runs: DeltaTableRef, reports: list[dict[str, Any]], versions: dict[str, int],
-                    app_ids: list[str]) -> None:
+                    app_ids: list[str], handle: DeltaTable | None = None) -> None:
     """Append one `runs` row per report (each has `run_id`) recording `versions` as its cut, in one commit
-    carrying the given app transactions (a run's report, an upgraded lake's old reports, a compaction's row)."""
+    carrying the given app transactions (a run's report, an upgraded lake's old reports, a compaction's row).
+
+    `handle`: the snapshot the caller checked the app transactions in. The commit is made on it, so a commit of
+    the same app id after that check (another completer of the same run) is a conflict, never a second row."""
     for rep in reports:
         rep["table_versions"] = versions
     table = pa.table({
@@ -261,8 +264,12 @@ def append_run_rows(runs: DeltaTableRef, reports: list[dict[str, Any]], versions
         "versions": pa.array([orjson.dumps(versions).decode()] * len(reports), pa.string()),
         "report": pa.array([orjson.dumps(rep).decode() for rep in reports], pa.string()),
     })
-    write_deltalake(runs.uri, table, mode="append", storage_options=dict(runs.storage_options or {}),
-                    commit_properties=CommitProperties(app_transactions=[Transaction(a, 1) for a in app_ids]))
+    props = CommitProperties(app_transactions=[Transaction(a, 1) for a in app_ids])
+    if handle is not None:
+        write_deltalake(handle, table, mode="append", commit_properties=props)
+    else:
+        write_deltalake(runs.uri, table, mode="append", storage_options=dict(runs.storage_options or {}),
+                        commit_properties=props)
 
 
 def _instant(text: str | None) -> dt.datetime | None:
