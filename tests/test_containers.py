@@ -244,8 +244,11 @@ def test_json_array_and_concatenated_objects_resynchronise():
     assert [r.error_class for r in got if isinstance(r, Damage)] == ["bad_json"]
 
 
-def test_json_depth_limit_is_a_named_error_never_a_recursion_error():
-    deep = b'{"a":' + b"[" * 5000 + b"]" * 5000 + b"}"
+@pytest.mark.parametrize("depth", [5000, 1000, 1020])
+def test_json_depth_limit_is_a_named_error_never_a_recursion_error(depth):
+    """5000: beyond every parser; 1000 to 1023: within orjson's limit but beyond Python's recursion in the check
+    for floats that follows it."""
+    deep = b'{"a":' + b"[" * depth + b"]" * depth + b"}"
     for data in (deep + b"\n" + b'{"ok": 1}\n', b'{"ok": 1}' + deep + b'{"ok": 2}'):
         got = items(data)
         assert "json_too_deep" in [r.error_class for r in got if isinstance(r, Damage)]

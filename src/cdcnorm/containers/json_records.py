@@ -93,7 +93,11 @@ def loads_exact_reference(data: bytes | str) -> Any:
         if "depth limit" in str(exc):
             raise JsonTooDeep(str(exc)) from None
         return _loads_decimal(data)
-    if has_float(obj):
+    try:
+        floats = has_float(obj)
+    except RecursionError:  # nesting orjson accepts (up to 1024) but Python's recursion limit does not
+        raise JsonTooDeep("nesting beyond the parser's depth limit") from None
+    if floats:
         return _loads_decimal(data)
     return obj
 
