@@ -108,15 +108,15 @@ class AdapterOptions(BaseModel):
 @dataclass(frozen=True, slots=True)
 class LineObservation:
     """What the Python decoder observed of a JSON line the Spark expressions handed back: per table version (its
-    identity), the version's first change of the line and the summary of its values (cdcnorm.canonical.inferred)."""
+    identity), the version's first change in the line and the row images whose values type the version."""
 
     ident: tuple
     """(stream, database, schema, table, schema_version)"""
     source_db: str | None
     primary_keys: list[str] | None
     source_ts: dt.datetime | None
-    summaries: dict[str, Any]
-    """column name -> `cdcnorm.canonical.inferred.ColumnSummary`, in order of appearance"""
+    images: list[dict[str, Any]]
+    """the row images the version's changes in the line hold, in the order the decoder observed them"""
 
 
 class JvmDecode(Protocol):

@@ -17,7 +17,6 @@ INT_TOKEN = r"^-?(0|[1-9][0-9]{0,17})$"
 DECIMAL_TOKEN = r"^-?(0|[1-9][0-9]{0,19})\.[0-9]{1,18}$"
 """A decimal token decimal(38,18) holds exactly (at most 20 integer and 18 fraction digits)."""
 _NUMBER = r"^-?[0-9]"
-_LONG_NUMBER = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?$"
 
 
 def string_value(token: Column) -> Column:
@@ -35,7 +34,7 @@ def scalar_encodable(token: Column) -> Column:
 
 def element_of(token: Column, nested: bool) -> Column:
     """The tuple-codec element of the value a token holds (`scalar_encodable` tokens only)."""
-    return (F.when(token == "null", tuple_expr.element("null", F.lit(None), nested))
+    return (F.when(token == "null", tuple_expr.none(nested))
             .when(token.startswith('"'), tuple_expr.element("str", string_value(token), nested))
             .when(token == "true", tuple_expr.element("bool", F.lit(True), nested))
             .when(token == "false", tuple_expr.element("bool", F.lit(False), nested))
@@ -46,13 +45,13 @@ def element_of(token: Column, nested: bool) -> Column:
 def nested_tuple(tokens: Column) -> Column:
     """A nested tuple of the tokens' values (NULL array: the empty tuple)."""
     parts = F.transform(F.coalesce(tokens, F.array().cast("array<string>")), lambda t: element_of(t, True))
-    return tuple_expr.nested(F.aggregate(parts, F.lit(b"").cast("binary"), lambda acc, b: F.concat(acc, b)))
+    return tuple_expr.nested(F.aggregate(parts, F.lit(bytearray()), lambda acc, b: F.concat(acc, b)))
 
 
 def top_level(tokens: Column) -> Column:
     """The tuple of the tokens' values as a top-level encoding (key bytes)."""
     parts = F.transform(tokens, lambda t: element_of(t, False))
-    return F.aggregate(parts, F.lit(b"").cast("binary"), lambda acc, b: F.concat(acc, b))
+    return F.aggregate(parts, F.lit(bytearray()), lambda acc, b: F.concat(acc, b))
 
 
 def _fits_variant(token: Column) -> Column:

@@ -39,7 +39,7 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-__all__ = ["Element", "encodable", "encode"]
+__all__ = ["Element", "element", "encodable", "encode", "nested", "none"]
 
 Element = tuple[str, "Column | list[Element]"]
 """``(kind, column)``, or ``("tuple", [elements])``."""
@@ -75,6 +75,22 @@ def encode(items: list[Element]) -> Column:
     if not items:
         return _bin(b"")
     return F.concat(*(_element(kind, value, False) for kind, value in items))
+
+
+def element(kind: str, value: Column, nested: bool = False) -> Column:
+    """One element's encoding, top level or (`nested`) inside a nested tuple: for elements whose kind varies by
+    row, chosen with `F.when` (a NULL value encodes as None)."""
+    return _element(kind, value, nested)
+
+
+def none(nested: bool = False) -> Column:
+    """Python's None as an element."""
+    return _none(nested)
+
+
+def nested(body: Column) -> Column:
+    """A nested tuple around already encoded nested elements (`element(..., nested=True)`, concatenated)."""
+    return F.concat(_bin(b"\x05"), body, _bin(b"\x00"))
 
 
 def encodable(items: list[Element]) -> Column:

@@ -172,16 +172,13 @@ class _Finisher:
         """Add the rows' cells to their file's summaries; remember each (file, version)'s first change."""
         origin = rows.column("origin")
         uri, line = pc.struct_field(origin, "uri"), pc.struct_field(origin, "index")
-        keys = pa.StructArray.from_arrays([uri, *(rows.column(n) for n in _GROUP)], ["uri", *_GROUP])
-        cells.add(keys, line, rows.column("_cells"))
-        table = pa.table({"k": keys, "i": pa.array(np.arange(rows.num_rows))})
-        for g in table.group_by("k").aggregate([("i", "min")]).to_pylist():
+        groups = pa.StructArray.from_arrays([uri, *(rows.column(n) for n in _GROUP)], ["uri", *_GROUP])
+        cells.add_cells(groups, line, rows.column("_cells"))
+        table = pa.table({"k": groups, "i": pa.array(np.arange(rows.num_rows))})
+        for g in table.group_by("k", use_threads=False).aggregate([("i", "min")]).to_pylist():
             i = g["i_min"]
-            key = tuple(g["k"].values())
-            first = (line[i].as_py(), rows.column("source_db")[i].as_py(), rows.column("primary_keys")[i].as_py(),
-                     rows.column("source_ts")[i].as_py())
-            if key not in firsts or first[0] < firsts[key][0]:
-                firsts[key] = first
+            _first(firsts, g["k"], (line[i].as_py(), rows.column("source_db")[i].as_py(),
+                                    rows.column("primary_keys")[i].as_py(), rows.column("source_ts")[i].as_py()))
 
     def _fallbacks(self, rows: pa.RecordBatch, cells: CellSummaries, firsts: dict[tuple, tuple],
                    fmt: str) -> Iterator[pa.RecordBatch]:
@@ -205,19 +202,29 @@ class _Finisher:
             return
         out = BatchBuilder()
         out.set_context(self.adapter.name, fmt)
-        for key, (_line, source_db, pks, source_ts) in firsts.items():
-            stream, database, schema, table, version = key[1:]
+        for key, (group, (_line, source_db, pks, source_ts)) in firsts.items():
+            del key
             pk_pos = {k.lower(): i + 1 for i, k in enumerate(pks or [])}
             columns = [SchemaColumn(name, vendor_type, None, i + 1, pk_pos.get(name.lower()), None)
-                       for i, (name, vendor_type) in enumerate(cells.columns(key))]
-            out.schema(SchemaVersion(vendor=self.adapter.name, stream=stream, schema_version=version,
-                                     columns=columns, source_db=source_db, database=database, schema=schema,
-                                     table=table, first_seen=source_ts))
+                       for i, (name, vendor_type) in enumerate(cells.vendor_types(group))]
+            out.schema(SchemaVersion(vendor=self.adapter.name, stream=group["stream"],
+                                     schema_version=group["schema_version"], columns=columns, source_db=source_db,
+                                     database=group["database"], schema=group["schema"], table=group["table"],
+                                     first_seen=source_ts))
         yield out.flush()
 
 
+def _first(firsts: dict[tuple, tuple], group: dict, first: tuple) -> None:
+    """Keep the change with the lowest line of each (file, version): its key columns and time make the version's."""
+    key = tuple(group.values())
+    if key not in firsts or first[0] < firsts[key][1][0]:
+        firsts[key] = (group, first)
+
+
 def _merge(obs: LineObservation, uri: str, line: int, cells: CellSummaries, firsts: dict[tuple, tuple]) -> None:
-    key = (uri, *obs.ident)
-    cells.add_summaries(key, line, obs.summaries)
-    if key not in firsts or line < firsts[key][0]:
-        firsts[key] = (line, obs.source_db, obs.primary_keys, obs.source_ts)
+    stream, database, schema, table, version = obs.ident
+    group = {"uri": uri, "stream": stream, "database": database, "schema": schema, "table": table,
+             "schema_version": version}
+    for image in obs.images:
+        cells.add_python(group, line, image)
+    _first(firsts, group, (line, obs.source_db, obs.primary_keys, obs.source_ts))

@@ -171,6 +171,7 @@ class DatastreamAdapter(Adapter):
         """One line of a JSON-lines file, exactly as `read_file` decodes it inside the file; what it observed for
         the file's schema versions is returned, not emitted (the caller folds it with the file's other lines)."""
         state = FileState(path)
+        state.observed = seen = _Images()
         items = line_records(raw, offset, line_number, containers.loads_exact, accept=_looks_like_event)
         line_of = {id(item): line for line, item in items}
 
@@ -182,8 +183,7 @@ class DatastreamAdapter(Adapter):
 
         for _ in containers.each_record(path, [item for _, item in items], out, decode, origin):
             pass
-        return [LineObservation(ident, change.source_db, change.primary_keys, change.source_ts,
-                                dict(state.observed.summaries(ident)))
+        return [LineObservation(ident, change.source_db, change.primary_keys, change.source_ts, seen.images[ident])
                 for ident, (change, _binary) in state.pending.items()]
 
     def decode_message(self, value: bytes | None, meta: MessageMeta, out: BatchBuilder) -> None:
@@ -312,6 +312,16 @@ class DatastreamAdapter(Adapter):
                             .when(lone, F.array_union(flags, F.array(F.lit("orphan_half"))))
                             .otherwise(F.col("flags")))
                 .drop("_kc_pair", "_kc", "_kc_both"))
+
+
+class _Images:
+    """Stands in for a file's `TypeObserver` while one line is decoded: keeps the images it is shown, per version."""
+
+    def __init__(self) -> None:
+        self.images: dict[Any, list[dict]] = {}
+
+    def observe(self, ident: Any, *images: dict | None) -> None:
+        self.images.setdefault(ident, []).extend(i for i in images if i)
 
 
 def _looks_like_event(value: Any) -> bool:

@@ -218,8 +218,7 @@ def _position(ln: _Line, source_db: Column) -> tuple[Column, Column]:
                      | F.coalesce(file_raw, F.lit("")).rlike(r"[0-9]\s*$") | ~F.coalesce(file_raw, F.lit("")).rlike(r"\s"))
     number = F.nullif(F.regexp_extract(F.coalesce(file_raw, F.lit("")), _BIN_SUFFIX, 1), F.lit("")).cast("bigint")
     mysql_empty = (F.coalesce(file_raw, F.lit("")) == "") & (F.coalesce(pos, F.lit(0)) == 0)
-    mysql_parts = F.when(mysql_empty, F.concat(tuple_expr.element("null", F.lit(None)),
-                                               tuple_expr.element("null", F.lit(None)))).otherwise(
+    mysql_parts = F.when(mysql_empty, F.concat(tuple_expr.none(), tuple_expr.none())).otherwise(
         F.concat(tuple_expr.element("int", number), tuple_expr.element("int", pos)))
     mysql_text = F.when(~mysql_empty, F.concat(F.coalesce(file_raw, F.lit("None")), F.lit(":"),
                                                F.coalesce(pos.cast("string"), F.lit("None"))))
@@ -231,8 +230,8 @@ def _position(ln: _Line, source_db: Column) -> tuple[Column, Column]:
     ln.checks.append((source_db != "oracle") | (rs == "") | rs.rlike(_RS_ID))
     rs_parts = F.transform(F.split(F.regexp_replace(rs, r"^0x", ""), r"\."),
                            lambda p: F.conv(p, 16, 10).cast("bigint"))
-    rs_tuple = tuple_expr.nested(F.when(rs == "", F.lit(b"").cast("binary")).otherwise(F.aggregate(
-        F.transform(rs_parts, lambda n: tuple_expr.element("int", n, True)), F.lit(b"").cast("binary"),
+    rs_tuple = tuple_expr.nested(F.when(rs == "", F.lit(bytearray())).otherwise(F.aggregate(
+        F.transform(rs_parts, lambda n: tuple_expr.element("int", n, True)), F.lit(bytearray()),
         lambda acc, b: F.concat(acc, b))))
     oracle_empty = scn.isNull() & (rs == "")
     oracle_parts = F.concat(tuple_expr.element("int", scn), rs_tuple, tuple_expr.element("int", ssn))
