@@ -37,7 +37,7 @@ _EMPTY = rf"\A{_WS}\{{{_WS}\}}{_WS}\z"
 MAX_DIGITS = 38
 
 
-def flat_tokens(text: Column | str) -> Column:
+def flat_tokens(text: Column | str, max_digits: int | None = MAX_DIGITS) -> Column:
     """`array<struct<key, token>>`: the members of a flat JSON object text in text order (`key` the name,
     `token` the value's exact JSON text); NULL for any text the tokenizer does not hold exactly (see module).
 
@@ -45,16 +45,16 @@ def flat_tokens(text: Column | str) -> Column:
     """
     text = F.col(text) if isinstance(text, str) else text
     pieces = F.regexp_extract_all(text, F.lit(_MEMBER), 0)
-    return F.transform(F.array(pieces), lambda ps: _checked(text, ps))[0]
+    return F.transform(F.array(pieces), lambda ps: _checked(text, ps, max_digits))[0]
 
 
-def _checked(text: Column, pieces: Column) -> Column:
+def _checked(text: Column, pieces: Column, max_digits: int | None) -> Column:
     consumed = F.aggregate(pieces, F.lit(0), lambda acc, p: acc + F.char_length(p))
     rest = F.substr(text, consumed + 1)
     members = F.transform(pieces, _member)
     keys = F.transform(members, lambda m: m["key"])
     whole = F.when(F.size(pieces) == 0, text.rlike(_EMPTY)).otherwise(rest.rlike(_CLOSE))
-    wide = F.exists(members, lambda m: _digit_count(m["token"]) > MAX_DIGITS)
+    wide = F.exists(members, lambda m: _digit_count(m["token"]) > max_digits) if max_digits else F.lit(False)
     exact = (F.is_valid_utf8(text) & whole & (F.size(F.array_distinct(keys)) == F.size(keys)) & ~wide)
     return F.when(exact, members)
 

@@ -174,11 +174,13 @@ class _Finisher:
         uri, line = pc.struct_field(origin, "uri"), pc.struct_field(origin, "index")
         groups = pa.StructArray.from_arrays([uri, *(rows.column(n) for n in _GROUP)], ["uri", *_GROUP])
         cells.add_cells(groups, line, rows.column("_cells"))
-        table = pa.table({"k": groups, "i": pa.array(np.arange(rows.num_rows))})
-        for g in table.group_by("k", use_threads=False).aggregate([("i", "min")]).to_pylist():
-            i = g["i_min"]
-            _first(firsts, g["k"], (line[i].as_py(), rows.column("source_db")[i].as_py(),
-                                    rows.column("primary_keys")[i].as_py(), rows.column("source_ts")[i].as_py()))
+        names = ["uri", *_GROUP]
+        table = pa.table({**{n: groups.field(n) for n in names}, "i": pa.array(np.arange(rows.num_rows))})
+        for g in table.group_by(names, use_threads=False).aggregate([("i", "min")]).to_pylist():
+            i = g.pop("i_min")
+            _first(firsts, {n: g[n] for n in names},
+                   (line[i].as_py(), rows.column("source_db")[i].as_py(), rows.column("primary_keys")[i].as_py(),
+                    rows.column("source_ts")[i].as_py()))
 
     def _fallbacks(self, rows: pa.RecordBatch, cells: CellSummaries, firsts: dict[tuple, tuple],
                    fmt: str) -> Iterator[pa.RecordBatch]:

@@ -35,6 +35,7 @@ from cdcnorm.canonical.schema import (
 from cdcnorm.errors import CdcError, UsageError
 from cdcnorm.ingest.figures import aggregate_figures
 from cdcnorm.ingest.first_pass import first_pass
+from cdcnorm.ingest.jvm_decode import JVM_RULE, decode_files_jvm
 from cdcnorm.ingest.listing import EMPTY_PARTS, Listing, empty_frames, known_only
 from cdcnorm.ingest.pairing import (
     DEFAULT_PAIR_MEMORY_DAYS,
@@ -55,7 +56,6 @@ from cdcnorm.ingest.pairing import balanced as pairs_balanced
 from cdcnorm.ingest.pairing import compact as compact_halves
 from cdcnorm.ingest.pairing import needed as pairing_needed
 from cdcnorm.ingest.schema_rows import from_text, new_schema_texts, schema_rows, to_arrow
-from cdcnorm.ingest.jvm_decode import JVM_RULE, decode_files_jvm
 from cdcnorm.ingest.sources import decode_files, decode_messages, files_frame, prepare_messages
 from cdcnorm.lake.commit import open_lake, stage_and_commit, staged_rows
 from cdcnorm.lake.dedup import (

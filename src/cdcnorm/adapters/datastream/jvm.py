@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from cdcnorm.adapters.datastream.payload import payload_hash
 from cdcnorm.adapters.datastream.spec import SPEC
 from cdcnorm.canonical import json_cells, json_tokens, tuple_codec, tuple_expr
-from cdcnorm.canonical.emit import KIND_LINE, LINE
+from cdcnorm.canonical.emit import KIND_CHANGE, KIND_LINE, LINE
 from cdcnorm.canonical.emit import Bookkeeping as B
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from cdcnorm.adapters.datastream.adapter import DatastreamAdapter
     from cdcnorm.canonical.emit import BatchBuilder
 
-FMT_JSON = SPEC.formats[1]
+FMT_JSON = SPEC.formats[0]
 FAST_SOURCES = ("mysql", "postgresql", "oracle")
 _DS_TIME = r"^(19[7-9][0-9]|[2-9][0-9]{3})-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?Z$"
 """Datastream's own time form (`2024-03-31T16:23:07.938Z`) from 1970 on, which `types.parse_ts` reads as UTC."""
@@ -87,7 +87,7 @@ class _Line:
         return value
 
 
-def lines_to_columns(df: DataFrame, stream_option: str | None) -> DataFrame:
+def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = False) -> DataFrame:
     """For each `line` row (`_line`: the bytes of one JSON line) the canonical columns, or `_fallback`.
 
     Also, for the finisher (cdcnorm.ingest.jvm_decode): `_id_bytes` (the tuple bytes the event id hashes, before
@@ -97,9 +97,9 @@ def lines_to_columns(df: DataFrame, stream_option: str | None) -> DataFrame:
     text = F.col(LINE).cast("string")
     df = (df.withColumn("_v", F.when(is_line, F.try_parse_json(text)))
           .withColumn("_payload_text", F.when(F.col("_v").isNotNull(), F.regexp_extract(text, _PAYLOAD, 1))))
-    df = df.withColumn("_tokens", F.when(F.col("_payload_text") != "", json_cells.flat_tokens(F.col("_payload_text"))))
+    df = df.withColumn("_tokens", F.when(F.col("_payload_text") != "", json_cells.flat_tokens(F.col("_payload_text"), max_digits=None)))
     ln = _Line(F.col("_v"))
-    ln.checks += [F.col("_tokens").isNotNull(), F.regexp_count(text, F.lit(r'"payload"\s*:')) == 1,
+    ln.checks += [F.is_valid_utf8(text), F.col("_tokens").isNotNull(), F.regexp_count(text, F.lit(r'"payload"\s*:')) == 1,
                   F.startswith(ln.typ("$.payload"), F.lit("OBJECT")),
                   F.startswith(ln.typ(_SM), F.lit("OBJECT")), ~ln.given(f"{_SM}.collection"),
                   F.coalesce(F.variant_get(ln.v, "$.kind", "string"), F.lit("")) != "storage#object"]
@@ -154,7 +154,8 @@ def lines_to_columns(df: DataFrame, stream_option: str | None) -> DataFrame:
     has_key = pks.isNotNull() & (F.size(pks) > 0)
     key_values = json_tokens.nested_tuple(F.when(has_key, key_tokens))
 
-    parts, position = _position(ln, source_db)
+    parts, log_position = _position(ln, source_db)
+    position = F.when(~backfill, log_position)  # a backfill row has no log position (events.to_change)
     rank = F.when(ct == "UPDATE-DELETE", F.lit(0)).otherwise(F.lit(1))
     row_id = ln.text(f"{_SM}.row_id")
     head = F.concat(*[tuple_expr.element("str", c) for c in (F.lit(SPEC.name), stream, database, schema_, table)])
@@ -182,6 +183,8 @@ def lines_to_columns(df: DataFrame, stream_option: str | None) -> DataFrame:
     image_text, widened = json_tokens.variant_text(F.col("_tokens"))
     image = F.parse_json(F.when(widened, image_text).otherwise(F.col("_payload_text")))
     exact = F.coalesce(F.aggregate(F.array(*ln.checks), F.lit(True), lambda a, b: a & b), F.lit(False))
+    if explain:  # which exactness test each line failed (tests and diagnosis)
+        df = df.withColumn("_checks", F.array(*[F.coalesce(c, F.lit(False)) for c in ln.checks]))
     df = df.withColumn("_fallback", is_line & ~(F.col("_v").isNotNull() & exact))
     fast = is_line & ~F.col("_fallback")
     cols = {
@@ -194,7 +197,7 @@ def lines_to_columns(df: DataFrame, stream_option: str | None) -> DataFrame:
         "before": F.when(op == "DELETE", image), "after": F.when(op != "DELETE", image),
         "missing_columns": F.array().cast("array<string>"), "schema_version": schema_version,
         "source_ts": source_ts, "capture_ts": capture_ts, "tx_id": tx_id, "position": position,
-        B.PAIR: pair, B.PAIR_ROLE: pair_role, B.KIND: F.lit("change"),
+        B.PAIR: pair, B.PAIR_ROLE: pair_role,
         "_id_bytes": id_bytes, "_sort_bytes": sort_bytes, "_hash_text": F.when(backfill | ~has_key,
                                                                               F.col("_payload_text")),
         "_cells": json_cells.cells(F.col("_tokens"), "timestamp"),
@@ -202,6 +205,7 @@ def lines_to_columns(df: DataFrame, stream_option: str | None) -> DataFrame:
     for name, expr in cols.items():
         df = df.withColumn(name, F.when(fast, expr).otherwise(F.col(name)) if name in df.columns
                            else F.when(fast, expr))
+    df = df.withColumn(B.KIND, F.when(fast, F.lit(KIND_CHANGE)).otherwise(F.col(B.KIND)))  # last: `fast` reads it
     return df.drop("_v", "_payload_text", "_tokens", "_pks")
 
 
@@ -226,7 +230,7 @@ def _position(ln: _Line, source_db: Column) -> tuple[Column, Column]:
 
     # Oracle: (scn, rs_id hex parts, ssn), `scn=..,rs_id=..,ssn=..`
     scn, ssn = ln.integer(f"{_SM}.scn"), ln.integer(f"{_SM}.ssn")
-    rs = F.coalesce(ln.text(f"{_SM}.rs_id"), F.lit(""))
+    rs = F.trim(F.coalesce(ln.text(f"{_SM}.rs_id"), F.lit("")))  # `.strip()`: real rs_ids are space-padded
     ln.checks.append((source_db != "oracle") | (rs == "") | rs.rlike(_RS_ID))
     rs_parts = F.transform(F.split(F.regexp_replace(rs, r"^0x", ""), r"\."),
                            lambda p: F.conv(p, 16, 10).cast("bigint"))
@@ -240,17 +244,16 @@ def _position(ln: _Line, source_db: Column) -> tuple[Column, Column]:
         F.lit(",ssn="), F.coalesce(ssn.cast("string"), F.lit("None"))))
 
     # PostgreSQL: (lsn as one number,), the lsn text
-    lsn = F.coalesce(ln.text(f"{_SM}.lsn"), F.lit(""))
+    lsn = F.trim(F.coalesce(ln.text(f"{_SM}.lsn"), F.lit("")))
     ln.checks.append((source_db != "postgresql") | (lsn == "") | ~lsn.contains("/") | lsn.rlike(_LSN))
     hi, lo = F.split(lsn, "/", 2)[0], F.split(lsn, "/", 2)[1]
     lsn_value = F.when(lsn.rlike(_LSN), F.conv(hi, 16, 10).cast("bigint") * F.lit(1 << 32)
                        + F.conv(lo, 16, 10).cast("bigint"))
     pg_parts = tuple_expr.element("int", lsn_value)
     pg_text = F.nullif(lsn, F.lit(""))
-    ln.checks.append((source_db != "oracle") | ~F.coalesce(F.variant_get(ln.v, f"{_SM}.rs_id", "string"),
-                                                           F.lit("")).rlike(r"^\s|\s$"))
-    ln.checks.append((source_db != "postgresql") | ~F.coalesce(F.variant_get(ln.v, f"{_SM}.lsn", "string"),
-                                                               F.lit("")).rlike(r"^\s|\s$"))
+    # beyond the spaces `trim` removes, Python's `.strip()` also removes other (Unicode) blanks: those fall back
+    ln.checks.append((source_db != "oracle") | ~rs.rlike(r"(?U)^\s|\s$"))
+    ln.checks.append((source_db != "postgresql") | ~lsn.rlike(r"(?U)^\s|\s$"))
     parts = (F.when(source_db == "mysql", mysql_parts).when(source_db == "oracle", oracle_parts)
              .otherwise(pg_parts))
     text = F.when(source_db == "mysql", mysql_text).when(source_db == "oracle", oracle_text).otherwise(pg_text)
