@@ -17,6 +17,11 @@ process's own clock does not see the JVM), and the extra CPU ns per row over the
 Spark's code generation is on (a million-row run is beyond the interpreted small runs); `--interpreted` measures
 Spark's interpreter instead.
 
+Measured on 2 shared cores (local[2], load 5 to 9, so wall times are noisy; CPU is the steadier figure), 1 M
+rows: generated code, inputs 0.19 s JVM CPU, encode 0.64 s (+0.42 to 0.45 µs per row, about 65 ns per element
+of the 7), encode+encodable +0.46 to 0.54 µs; the interpreter +3.1 µs (encode) and +3.4 µs (both) per row.
+`tuple_codec.encode` of the same rows in CPython: 2.3 µs per row (without the Arrow transfer around it).
+
 Usage: python benchmarks/tuple_expr_cost.py [--rows 1000000] [--warm 2] [--repeat 5] [--interpreted]
 """
 

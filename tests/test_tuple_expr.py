@@ -24,6 +24,7 @@ from pyspark.sql.types import DecimalType
 
 from cdcnorm.canonical import tuple_codec
 from cdcnorm.canonical.tuple_expr import encodable, encode
+from conftest import benchmark_module
 
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 MICROS_MIN = (dt.datetime.min - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
@@ -260,7 +261,7 @@ def check_random_batch(spark, specs: list[tuple], seed: int) -> None:
         check_batch(spark, specs, [[leaf_raw(s, rng) for s in flat] for _ in range(ROWS)])
 
 
-@settings(max_examples=15, deadline=None, database=None)
+@settings(max_examples=10, deadline=None, database=None)
 @given(**SHAPES)
 def test_encode_equals_tuple_codec(spark, specs, seed):
     check_random_batch(spark, specs, seed)
@@ -302,6 +303,11 @@ def one(spark, items_of) -> tuple[bytes | None, bool]:
     (lambda: [("int", val(255))], "15ff"),
     (lambda: [("int", val(LONG_MIN))], "0c7fffffffffffffff"),
     (lambda: [("int", val(LONG_MAX))], "1c7fffffffffffffff"),
+    (lambda: [("int", val(-(1 << 48)))], "0dfeffffffffffff"),  # header 0x0D: an odd count of hex digits
+    (lambda: [("int", val(-(1 << 56) + 1))], "0d00000000000000"),
+    (lambda: [("int", val(-(1 << 56)))], "0cfeffffffffffffff"),
+    (lambda: [("int", val((1 << 56) - 1))], "1bffffffffffffff"),
+    (lambda: [("int", val(1 << 56))], "1c0100000000000000"),
     (lambda: [("str", val("a\x00b"))], "026100ff6200"),
     (lambda: [("str", val("\x10\x01"))], "02100100"),  # hex "1001": no 0x00 byte
     (lambda: [("str", val(""))], "0200"),
@@ -420,3 +426,12 @@ def test_binary_order_is_value_order(spark, kind, values, column_of):
     df = spark.createDataFrame(shuffled, f"i int, v {spark_type}")
     got = [r.i for r in df.orderBy(encode([(kind, column_of(F.col("v"))), ("int", F.lit(0))])).collect()]
     assert got == list(range(len(values)))
+
+
+@pytest.mark.slow
+def test_cost_benchmark_measures_the_codec(spark):
+    """`benchmarks/tuple_expr_cost.py` encodes what the Python codec does and runs its sides."""
+    bench = benchmark_module("tuple_expr_cost")
+    bench.check(spark, 2000)
+    results = bench.run(spark, 2000, warm=0, repeat=1)
+    assert set(results) == {"inputs", "encode", "encode+encodable"}
