@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from cdcnorm import normalize
 from cdcnorm.simulate import simulate
 from damaged_corpus import build
@@ -140,9 +138,3 @@ def test_lines_the_expressions_cannot_hold_go_to_the_python_decoder(spark, tmp_p
     (tmp_path / "fast.jsonl").write_text("\n".join(FAST.values()) + "\n", encoding="utf-8")
     share = assert_same(*both(spark, [str(tmp_path)]))
     assert share == {"jvm": len(FAST), "python": len(HANDED_BACK)}
-
-
-@pytest.mark.parametrize("case", sorted(FAST))
-def test_each_shape_the_expressions_hold_matches(spark, tmp_path, case):
-    (tmp_path / "one.jsonl").write_text(FAST[case] + "\n", encoding="utf-8")
-    assert assert_same(*both(spark, [str(tmp_path)])) == {"jvm": 1, "python": 0}

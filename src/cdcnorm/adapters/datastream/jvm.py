@@ -11,7 +11,7 @@ members, BigQuery rows, damaged JSON) falls back; each test below names the Pyth
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -24,7 +24,6 @@ from cdcnorm.canonical.emit import Bookkeeping as B
 
 if TYPE_CHECKING:
     from cdcnorm.adapters.base import LineObservation
-    from cdcnorm.adapters.datastream.adapter import DatastreamAdapter
     from cdcnorm.canonical.emit import BatchBuilder
 
 FMT_JSON = SPEC.formats[0]
@@ -112,11 +111,9 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
     source_ts, capture_ts = ln.time("$.source_timestamp"), ln.time("$.read_timestamp")
 
     has_ct = ln.given(f"{_SM}.change_type")
-    ct_path = F.when(has_ct, F.lit("change_type")).otherwise(F.lit("mod_type"))
     ct_type = F.when(has_ct, ln.typ(f"{_SM}.change_type")).otherwise(ln.typ(f"{_SM}.mod_type"))
     ct_raw = F.when(has_ct, F.variant_get(ln.v, f"{_SM}.change_type", "string")).otherwise(
         F.variant_get(ln.v, f"{_SM}.mod_type", "string"))
-    del ct_path
     ln.checks += [ct_type.isNull() | ct_type.isin("STRING", "VOID"), F.coalesce(ct_raw, F.lit("")).rlike(_CHANGE_TYPE)]
     ct = F.upper(F.coalesce(ct_raw, F.lit("")))
     rm_low = F.lower(rm)
@@ -172,8 +169,7 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
     keys = F.transform(F.col("_tokens"), lambda t: t["key"])
     schema_version = F.coalesce(ln.text("$.schema_key"), F.concat(
         F.lit("json-"), F.substring(F.sha1(F.array_join(keys, PAIR_SEP).cast("binary")), 1, 16)))
-    tx_path = F.when(ln.given(f"{_SM}.tx_id"), F.lit(True))
-    tx_id = F.when(tx_path, ln.text(f"{_SM}.tx_id", numbers=True)).otherwise(
+    tx_id = F.when(ln.given(f"{_SM}.tx_id"), ln.text(f"{_SM}.tx_id", numbers=True)).otherwise(
         ln.text(f"{_SM}.server_transaction_id", numbers=True))
     pair_role = F.when(position.isNotNull(), F.when(ct == "UPDATE-DELETE", F.lit("delete"))
                        .when(ct == "UPDATE-INSERT", F.lit("insert")))
@@ -213,20 +209,20 @@ def _position(ln: _Line, source_db: Column) -> tuple[Column, Column]:
     """(encoded position parts, readable position) of `source_metadata.position` for the three engines."""
     # MySQL: (binlog file number, position), `file:pos`
     file_given = ln.given(f"{_SM}.log_file")
-    file = F.when(file_given, ln.text(f"{_SM}.log_file")).otherwise(ln.text(f"{_SM}.binlog_file"))
+    ln.text(f"{_SM}.log_file"), ln.text(f"{_SM}.binlog_file")  # noqa: B018 - their type checks
     file_raw = F.when(file_given, F.variant_get(ln.v, f"{_SM}.log_file", "string")).otherwise(
         F.variant_get(ln.v, f"{_SM}.binlog_file", "string"))
     pos = F.when(ln.given(f"{_SM}.log_position"), ln.integer(f"{_SM}.log_position")).otherwise(
         ln.integer(f"{_SM}.binlog_position"))
-    ln.checks.append((source_db != "mysql") | F.coalesce(file_raw, F.lit("")).rlike(r"^\S*$")
-                     | F.coalesce(file_raw, F.lit("")).rlike(r"[0-9]\s*$") | ~F.coalesce(file_raw, F.lit("")).rlike(r"\s"))
+    # printable ASCII, so Python's Unicode \d and \s in `_BIN_SUFFIX` mean what Java's do; at most 18 end digits
+    ln.checks.append((source_db != "mysql") | (F.coalesce(file_raw, F.lit("")).rlike(r"^[\x20-\x7E]*$")
+                                               & ~F.coalesce(file_raw, F.lit("")).rlike(r"[0-9]{19}\s*$")))
     number = F.nullif(F.regexp_extract(F.coalesce(file_raw, F.lit("")), _BIN_SUFFIX, 1), F.lit("")).cast("bigint")
     mysql_empty = (F.coalesce(file_raw, F.lit("")) == "") & (F.coalesce(pos, F.lit(0)) == 0)
     mysql_parts = F.when(mysql_empty, F.concat(tuple_expr.none(), tuple_expr.none())).otherwise(
         F.concat(tuple_expr.element("int", number), tuple_expr.element("int", pos)))
     mysql_text = F.when(~mysql_empty, F.concat(F.coalesce(file_raw, F.lit("None")), F.lit(":"),
                                                F.coalesce(pos.cast("string"), F.lit("None"))))
-    del file
 
     # Oracle: (scn, rs_id hex parts, ssn), `scn=..,rs_id=..,ssn=..`
     scn, ssn = ln.integer(f"{_SM}.scn"), ln.integer(f"{_SM}.ssn")
@@ -263,7 +259,7 @@ def _position(ln: _Line, source_db: Column) -> tuple[Column, Column]:
 class DatastreamJvm:
     """The adapter's `JvmDecode`: Datastream JSON lines by Spark expressions (`lines_to_columns`)."""
 
-    def __init__(self, adapter: DatastreamAdapter):
+    def __init__(self, adapter: Any):  # the DatastreamAdapter (its module imports this one)
         self.adapter = adapter
 
     def columns(self, lines: DataFrame) -> DataFrame:
