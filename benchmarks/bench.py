@@ -140,13 +140,19 @@ def apply_shuffles(spark, lake: str) -> tuple[int, int]:
     return exchanges, len(plans)
 
 
-def normalize(spark, vf: str, root: Path, files: list[str], lake: str) -> tuple[float, dict[str, Any]]:
+JVM_PATH = {"datastream-json"}
+"""Formats whose adapter decodes JSON lines with Spark expressions: their Python path is measured too."""
+
+
+def normalize(spark, vf: str, root: Path, files: list[str], lake: str,
+              decode_path: str = "auto") -> tuple[float, dict[str, Any]]:
     import cdcnorm
     from cdcnorm.simulate import VENDOR_FORMATS
 
     shutil.rmtree(lake, ignore_errors=True)
     t0 = time.perf_counter()
-    result = cdcnorm.normalize(files, VENDOR_FORMATS[vf][0], spark=spark, options=options_for(vf, root), lake=lake)
+    options = {**options_for(vf, root), "decode_path": decode_path}
+    result = cdcnorm.normalize(files, VENDOR_FORMATS[vf][0], spark=spark, options=options, lake=lake)
     return time.perf_counter() - t0, result.report
 
 
@@ -198,14 +204,22 @@ def bench_format(spark, args: argparse.Namespace, vf: str) -> dict[str, Any]:
     res["rows_written"] = report["rows_written"]
     res["reconciled"] = report["reconciled"]
     res["outcomes"] = report["outcomes"]
+    res["decode_paths"] = report.get("decode_paths")
     res["events_per_s"] = res["records"] / res["normalize_s"]
     res["ratio_copy"] = res["normalize_s"] / res["copy_floor_s"]
     res["ratio_copy_cpu"] = res["normalize_cpu"] / res["copy_floor_cpu"]
     print(f"  copy floor {res['copy_floor_s']:.1f} s ({res['copy_floor_cpu']:.1f} CPU s); normalize "
           f"{res['normalize_s']:.1f} s ({res['normalize_cpu']:.1f} CPU s) = {res['events_per_s']:,.0f} events/s, "
           f"{res['ratio_copy']:.1f}x the copy floor ({res['ratio_copy_cpu']:.1f}x in CPU); CPU by process "
-          f"{_fmt(res['normalize_cpu_by_process'])}; peak MiB {_fmt(res['memory_normalize_mb'])}", flush=True)
+          f"{_fmt(res['normalize_cpu_by_process'])}; peak MiB {_fmt(res['memory_normalize_mb'])}; records by decode "
+          f"path {res['decode_paths']}", flush=True)
 
+    if vf in JVM_PATH and not args.skip_baselines:
+        measured(res, "normalize_python", lambda: normalize(spark, vf, root, files, str(scratch / "lake-py"), "python"))
+        res["ratio_python_cpu"] = res["normalize_cpu"] / res["normalize_python_cpu"]
+        print(f"  the Python decode path alone {res['normalize_python_s']:.1f} s ({res['normalize_python_cpu']:.1f} CPU s);"
+              f" with the JVM path / without = {res['normalize_s'] / res['normalize_python_s']:.2f} "
+              f"({res['ratio_python_cpu']:.2f} in CPU)", flush=True)
     if vf == "datastream-json" and not args.skip_baselines:
         measured(res, "handwritten", lambda: baselines.handwritten_datastream_json(
             spark, files, str(scratch / "hw"), False))

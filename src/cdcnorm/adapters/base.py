@@ -84,7 +84,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, ClassVar
+from typing import IO, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 from pyspark.sql import Column, DataFrame
@@ -100,6 +100,40 @@ class AdapterOptions(BaseModel):
 
     stream: str | None = None
     """Override the `stream` column (the vendor-side pipeline name)."""
+    decode_path: Literal["auto", "python"] = "auto"
+    """`auto`: JSON lines the adapter can decode with Spark expressions take that path (`Adapter.jvm_decode`),
+    the rest the Python decoder; `python`: every record the Python decoder (the reference)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LineObservation:
+    """What the Python decoder observed of a JSON line the Spark expressions handed back: per table version (its
+    identity), the version's first change in the line and the row images whose values type the version."""
+
+    ident: tuple
+    """(stream, database, schema, table, schema_version)"""
+    source_db: str | None
+    primary_keys: list[str] | None
+    source_ts: dt.datetime | None
+    images: list[dict[str, Any]]
+    """the row images the version's changes in the line hold, in the order the decoder observed them"""
+
+
+class JvmDecode(Protocol):
+    """An adapter's decode of JSON lines by Spark expressions (cdcnorm.ingest.jvm_decode runs it).
+
+    `columns` turns rows of kind `line` (`_line`: one line's bytes) into change rows, or marks them `_fallback`;
+    it also gives `_id_bytes` / `_sort_bytes` (the event id's tuple bytes and the sort key before its event id),
+    `_hash_text` (a JSON object whose hash ends the id bytes, see `id_tail`) and `_cells` (the values observed for the
+    file's schema version, cdcnorm.canonical.json_cells). `fallback` decodes one such line with the Python decoder
+    into `out`, returning what it observed for the schema versions instead of emitting them."""
+
+    def columns(self, lines: DataFrame) -> DataFrame: ...
+
+    def id_tail(self, hash_text: str) -> bytes: ...
+
+    def fallback(self, path: str, raw: bytes, offset: int, line_number: int,
+                 out: BatchBuilder) -> list[LineObservation]: ...
 
 
 @dataclass(frozen=True)
@@ -168,6 +202,11 @@ class Adapter:
     def end_messages(self, out: BatchBuilder) -> None:
         """The last messages of a partition were decoded: emit what was gathered over them (schema versions
         summarising untyped values); no outcome of a record."""
+
+    def jvm_decode(self) -> JvmDecode | None:
+        """A Spark-expression decode of this adapter's JSON-lines files (cdcnorm.ingest.jvm_decode), or None: every
+        record takes the Python decoder, which stays the reference either way."""
+        return None
 
     # -- a first pass (before decoding): what the adapter wants from the whole input ------------------------
     uses_stored_schemas: ClassVar[bool] = False

@@ -70,6 +70,11 @@ class Bookkeeping(StrEnum):
     """a schema version document (JSON), on `Kind.SCHEMA` rows"""
 
 
+KIND_LINE = "line"
+"""A JSON line on its way to the Spark-expression decode (cdcnorm.ingest.jvm_decode); never leaves the decode."""
+LINE = "_line"
+"""The column holding such a line's bytes (not a decoded column: the decode consumes it)."""
+
 _BOOKKEEPING_TYPES: dict[Bookkeeping, T.DataType] = {
     Bookkeeping.KIND: T.StringType(),
     Bookkeeping.RECORDS: T.IntegerType(),

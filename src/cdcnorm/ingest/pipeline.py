@@ -35,6 +35,7 @@ from cdcnorm.canonical.schema import (
 from cdcnorm.errors import CdcError, UsageError
 from cdcnorm.ingest.figures import aggregate_figures
 from cdcnorm.ingest.first_pass import first_pass
+from cdcnorm.ingest.jvm_decode import JVM_RULE, decode_files_jvm
 from cdcnorm.ingest.listing import EMPTY_PARTS, Listing, empty_frames, known_only
 from cdcnorm.ingest.pairing import (
     DEFAULT_PAIR_MEMORY_DAYS,
@@ -195,7 +196,8 @@ def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, o
         with planned_for(spark, sum(f.size for f in listing.files)):
             frame = files_frame(spark, listing.files)
             adapter = adapter.prepare(first_pass(adapter, frame, kind, lake_obj))
-            decoded = decode_files(frame, adapter)
+            jvm = adapter.jvm_decode()
+            decoded = decode_files_jvm(frame, adapter, jvm) if jvm is not None else decode_files(frame, adapter)
             return _decode_and_finish(decoded, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind,
                                       inputs, listing, skipped, dedup_window_days, pair_wait, pair_memory)
     return _decode_and_finish(decoded, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind, inputs,
@@ -400,6 +402,7 @@ def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind:
     by_kind = {(r["k_kind"], r["k_rule"]): (int(r["records"] or 0), int(r["rows"] or 0)) for r in parts["kind"]}
     records_read = sum(rec for rec, _ in by_kind.values())
     change_records = sum(rec for (k, _), (rec, _) in by_kind.items() if k == KIND_CHANGE)
+    jvm_records = by_kind.get((KIND_CHANGE, JVM_RULE), (0, 0))[0]
     groups = [{**r, "_dup": r["dup"]} for r in parts["group"]]
     kept_groups = [g for g in groups if not g["_dup"]]
     emitted = sum(int(g["records"] or 0) for g in kept_groups)
@@ -453,6 +456,7 @@ def build_report(parts: dict[str, list[dict[str, Any]]], adapter: Adapter, kind:
         "files_skipped_known": listing.known,
         "skipped_objects": skipped,
         "records_read": records_read,
+        "decode_paths": {"jvm": jvm_records, "python": records_read - jvm_records},
         "outcomes": outcomes,
         "reconciled": accounted == records_read and conserved,
         "rows_written": sum(r["rows"] for r in rows_by),

@@ -41,7 +41,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdcnorm import containers
-from cdcnorm.adapters.base import Adapter, AdapterOptions, MessageMeta
+from cdcnorm.adapters.base import Adapter, AdapterOptions, JvmDecode, LineObservation, MessageMeta
 from cdcnorm.adapters.datastream import avro, bigquery, events, source_metadata
 from cdcnorm.adapters.datastream import types as dtypes
 from cdcnorm.adapters.datastream.payload import binary_set
@@ -58,6 +58,7 @@ from cdcnorm.canonical.emit import BatchBuilder
 from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.record import Change
 from cdcnorm.containers import Damage, Record, loads_exact
+from cdcnorm.containers.json_lines import line_records
 from cdcnorm.errors import DecodeError
 
 VENDOR = SPEC.name
@@ -155,6 +156,35 @@ class DatastreamAdapter(Adapter):
 
         yield from containers.each_record(path, reader, out, decode, origin)
         flush_inferred(state, out)
+
+    def jvm_decode(self) -> JvmDecode | None:
+        """JSON lines by Spark expressions (cdcnorm.adapters.datastream.jvm), unless the Python decoder is asked
+        for or binary columns are declared (their hex text becomes bytes in Python only)."""
+        if self.options.decode_path == "python" or self.options.binary_columns:
+            return None
+        from cdcnorm.adapters.datastream.jvm import DatastreamJvm
+
+        return DatastreamJvm(self)
+
+    def decode_line(self, path: str, raw: bytes, offset: int, line_number: int,
+                    out: BatchBuilder) -> list[LineObservation]:
+        """One line of a JSON-lines file, exactly as `read_file` decodes it inside the file; what it observed for
+        the file's schema versions is returned, not emitted (the caller folds it with the file's other lines)."""
+        state = FileState(path)
+        state.observed = seen = _Images()
+        items = line_records(raw, offset, line_number, containers.loads_exact, accept=_looks_like_event)
+        line_of = {id(item): line for line, item in items}
+
+        def origin(item: Record | Damage) -> dict:
+            return {"index": line_of[id(item)], "offset": str(item.offset), "raw": item.raw}
+
+        def decode(rec: Record) -> None:
+            self._decode_obj(rec.value, f"line {line_of[id(rec)] + 1} of {path}", state, out, rec.raw)
+
+        for _ in containers.each_record(path, [item for _, item in items], out, decode, origin):
+            pass
+        return [LineObservation(ident, change.source_db, change.primary_keys, change.source_ts, seen.images[ident])
+                for ident, (change, _binary) in state.pending.items()]
 
     def decode_message(self, value: bytes | None, meta: MessageMeta, out: BatchBuilder) -> None:
         """One JSON event (or BigQuery row) per Pub/Sub or Kafka message."""
@@ -282,6 +312,16 @@ class DatastreamAdapter(Adapter):
                             .when(lone, F.array_union(flags, F.array(F.lit("orphan_half"))))
                             .otherwise(F.col("flags")))
                 .drop("_kc_pair", "_kc", "_kc_both"))
+
+
+class _Images:
+    """Stands in for a file's `TypeObserver` while one line is decoded: keeps the images it is shown, per version."""
+
+    def __init__(self) -> None:
+        self.images: dict[Any, list[dict]] = {}
+
+    def observe(self, ident: Any, *images: dict | None) -> None:
+        self.images.setdefault(ident, []).extend(i for i in images if i)
 
 
 def _looks_like_event(value: Any) -> bool:
