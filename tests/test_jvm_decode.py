@@ -1,6 +1,6 @@
 """The JVM decode path against the Python decoder: the same rows, quarantine, schema versions and report.
 
-Each input is normalized twice (`decode_path` `python` and `auto`) and every output compared: change rows column by
+Each input is normalized twice (`decode_path` `python` and `jvm`) and every output compared: change rows column by
 column (VARIANT values by value and variant type, tests/variant_values.py), quarantine rows, schema versions and the
 report (run ids, times and the path shares aside). The share of records the Spark expressions took is asserted too,
 so a path that silently fell back everywhere fails.
@@ -35,7 +35,7 @@ def _rows(df, variants=("key", "before", "after")) -> list[dict]:
 def both(spark, inputs: list[str], **options) -> tuple:
     """(python result, jvm result) of one input."""
     py = normalize(inputs, "datastream", spark=spark, options={**options, "decode_path": "python"})
-    jvm = normalize(inputs, "datastream", spark=spark, options={**options, "decode_path": "auto"})
+    jvm = normalize(inputs, "datastream", spark=spark, options={**options, "decode_path": "jvm"})
     return py, jvm
 
 

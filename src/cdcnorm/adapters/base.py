@@ -100,9 +100,10 @@ class AdapterOptions(BaseModel):
 
     stream: str | None = None
     """Override the `stream` column (the vendor-side pipeline name)."""
-    decode_path: Literal["auto", "python"] = "auto"
-    """`auto`: JSON lines the adapter can decode with Spark expressions take that path (`Adapter.jvm_decode`),
-    the rest the Python decoder; `python`: every record the Python decoder (the reference)."""
+    decode_path: Literal["python", "jvm"] = "python"
+    """`python`: every record the Python decoder (the reference); `jvm`: JSON lines the adapter can decode with Spark
+    expressions take that path (`Adapter.jvm_decode`), the rest the Python decoder in the same run. `python` is the
+    default while the Spark path costs more than it saves (docs/benchmarks.md)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -160,7 +160,7 @@ class DatastreamAdapter(Adapter):
     def jvm_decode(self) -> JvmDecode | None:
         """JSON lines by Spark expressions (cdcnorm.adapters.datastream.jvm), unless the Python decoder is asked
         for or binary columns are declared (their hex text becomes bytes in Python only)."""
-        if self.options.decode_path == "python" or self.options.binary_columns:
+        if self.options.decode_path != "jvm" or self.options.binary_columns:
             return None
         from cdcnorm.adapters.datastream.jvm import DatastreamJvm
 
