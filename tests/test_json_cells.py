@@ -266,6 +266,7 @@ ROUTED_AWAY = [
     '{"a": 1,}', '{,"a": 1}', '{"a" 1}', '{"a": 1 "b": 2}', '{"a": 1', '"a": 1}', '{"a": 1}}', '{"a": 1} x',
     '{"a": 1}\f', '\ufeff{"a": 1}', '[{"a": 1}]', '[]', '1', '"x"', 'null', '', ' ', '{', '}', '{"a": tru}',
     '{"a": True}', '{"a": "x"', '{"a": "\\ud800\\"}', '{"a": 1}\u00a0', '\u2028{"a": 1}', '{"a":\u00a01}',
+    '{"a": 1, "b"\u0000}', '{"a": 1\u0000}', '\u0000{}', '{"a": "\u0000"}',
 ]
 """Texts the tokenizer must not answer: valid JSON it does not hold exactly, and invalid JSON."""
 
@@ -278,13 +279,26 @@ def test_routed_away_texts_give_null(spark, expressions):
         assert not _holds_exactly(text) or "\\" in text, text
 
 
+def test_invalid_utf8_gives_null(spark, expressions):
+    """Bytes that are not UTF-8 (a text column cast from binary keeps them) give NULL: the reference refuses
+    them, or (an encoded surrogate, which it reads with `surrogatepass`) the Python decoder takes the record."""
+    texts = [b'{"a": "\xff"}', b'{"\xc3": 1}', b'{"a": "\xed\xa0\x80"}', b'{"a": "\xc3\xa9"}']
+    df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "i int, b binary")
+    got = df.select("i", F.col("b").cast("string").alias("text")).select(
+        "i", expressions["tokens"].alias("tokens")).orderBy("i").collect()
+    assert [r["tokens"] and [tuple(t) for t in r["tokens"]] for r in got] == [None, None, None, [("a", '"é"')]]
+    for text in texts[:2]:
+        with pytest.raises(ValueError):
+            loads_exact(text)
+
+
 def _holds_exactly(text: str) -> bool:
     """Whether `loads_exact` reads the text as one flat object of distinct keys whose numbers have no exponent
     and at most 38 digits (whether a key was written with an escape is not seen here)."""
     try:
         if not isinstance(loads_exact(text), dict):
             return False
-    except ValueError:
+    except (ValueError, ArithmeticError):  # an exponent beyond Decimal's range raises InvalidOperation
         return False
     top = json.loads(text, object_pairs_hook=lambda pairs: ("object", pairs), parse_constant=lambda s: ("bad", s),
                      parse_float=lambda s: ("number", s), parse_int=lambda s: ("number", s))
@@ -329,7 +343,11 @@ def test_tokens_exactly_when_the_reference_holds_the_text(spark, expressions):
             assert not holds, repr(text)
 
 
-def test_hand_written_cells(spark, expressions):
+@pytest.mark.parametrize("generated_code", [False, True])
+def test_hand_written_cells(spark, expressions, request, generated_code):
+    """Actual values, with Spark's interpreter (the test session's) and with its generated code."""
+    if generated_code:
+        request.getfixturevalue("codegen")
     texts = [
         '{"id": 5, "name": "x", "balance": 12.50, "created": "2024-01-01T10:00:00"}',
         ' {\n\t"z": 0.000 ,"n":-0.05,"w" :100.00, "m": -0.0, "i":-0, "j": 10.5 } ',
@@ -340,6 +358,7 @@ def test_hand_written_cells(spark, expressions):
         ' "j": "0000-01-01", "k": "2024-01-01T10:00:00.1234567", "l": "2024-01-01\\n", "m": "\\"q\\""}',
         '{"t": true, "f": false, "n": null, "": "", "é😀": "x", "a b": 1}',
         "{}",
+        '{"}": 1 }',
     ]
     df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "i int, text string")
     rows_ = _tokens_and_cells(df, expressions, "timestamp_ntz").orderBy("i").collect()
@@ -357,6 +376,7 @@ def test_hand_written_cells(spark, expressions):
     assert got[4] == [("t", "boolean", None, None), ("f", "boolean", None, None), ("n", None, None, None),
                       ("", "text", None, None), ("é😀", "text", None, None), ("a b", "int", 1, 0)]
     assert rows_[5]["tokens"] == [] and got[5] == []
+    assert [(t["key"], t["token"]) for t in rows_[6]["tokens"]] == [("}", "1")]  # a name like what follows
     for text, cells_ in zip(texts, got, strict=True):  # and the reference agrees
         assert cells_ == [expected_cell(k, v, "timestamp_ntz") for k, v in loads_exact(text).items()]
 
@@ -382,8 +402,9 @@ CALENDAR = {
 
 def test_calendar_edges(spark, expressions):
     texts = list(CALENDAR)
-    df = spark.createDataFrame([(i, s) for i, s in enumerate(texts)], "i int, s string")
+    df = spark.createDataFrame([(i, s) for i, s in enumerate([*texts, None])], "i int, s string")
     got = df.select("i", *expressions["kinds"]).orderBy("i").collect()
+    assert tuple(got.pop()[1:]) == ("text", "text")  # NULL (an escape Spark's reader refused): text
     for s, row in zip(texts, got, strict=True):
         for naive in NAIVE:
             expect = naive if CALENDAR[s] == "naive" else CALENDAR[s]
