@@ -27,7 +27,6 @@ from cdcnorm.containers import loads_exact
 NAIVE = ("timestamp", "timestamp_ntz")
 
 
-
 def examples(strategy: st.SearchStrategy, count: int) -> list:
     """`count` examples drawn from `strategy` (generation only: the checks run on all of them at once)."""
     out: list = []
@@ -40,6 +39,7 @@ def examples(strategy: st.SearchStrategy, count: int) -> list:
 
     collect()
     return out
+
 
 # -- generated texts ------------------------------------------------------------------------------------------
 WS = st.text(alphabet=" \t\n\r", max_size=2)
@@ -345,7 +345,7 @@ def test_tokens_exactly_when_the_reference_holds_the_text(spark, expressions):
 
 @pytest.mark.parametrize("generated_code", [False, True])
 def test_hand_written_cells(spark, expressions, request, generated_code):
-    """Actual values, with Spark's interpreter (the test session's) and with its generated code."""
+    """Actual values, with Spark's interpreter (the tests' default) and with its generated code."""
     if generated_code:
         request.getfixturevalue("codegen")
     texts = [
@@ -499,3 +499,13 @@ def test_fold_groups_struct_keys_in_chunks_and_skips_routed_rows():
     assert list(summaries) == [(g, summaries.vendor_types(g)) for g in groups]
     summaries.pop(groups[0])
     assert summaries.groups() == [groups[1]] and summaries.vendor_types(groups[0]) == []
+
+
+def test_fold_groups_by_any_arrow_value():
+    """A group of a type Arrow cannot hash (a list) is grouped by its Python value."""
+    group = pa.array([["f", "1"], ["f", "2"], ["f", "1"]], pa.list_(pa.string()))
+    summaries = CellSummaries()
+    summaries.add_cells(group, pa.array([0, 1, 2]), cell_lists([[ONE], [TEXT], [DATE]]))
+    assert summaries.groups() == [["f", "1"], ["f", "2"]]
+    assert summaries.vendor_types(["f", "1"]) == [("a", "json:date,int;digits=1;scale=0")]
+    assert summaries.vendor_types(["f", "2"]) == [("a", "json:text")]

@@ -8,8 +8,8 @@ flat object into its members' exact value texts with one regex pass, :func:`cell
 exactly as `ColumnSummary.add` would classify the value `loads_exact` gives for it (`cell_summary` folds the
 cells into the schema versions' summaries).
 
-What the tokenizer holds exactly, and so the only texts it answers: one JSON object (JSON whitespace around
-every token) whose values are strings, numbers without an exponent of at most 38 digits, `true`, `false` or
+What the tokenizer holds exactly, and so the only texts it answers: one JSON object (any JSON whitespace
+between its tokens) whose values are strings, numbers without an exponent of at most 38 digits, `true`, `false` or
 `null`, whose keys are distinct and written without a backslash escape, in valid UTF-8. Anything else - a nested
 object or array, `1e5`, NaN, a duplicate key, invalid JSON - gives NULL: the Python decoder takes that record.
 """
@@ -92,7 +92,7 @@ def _check_naive(naive: str) -> None:
 
 
 def _cell(name: Column, token: Column, naive: str) -> Column:
-    """One cell; every test is on the token's bytes (no parsing), each branch computes only its own fields."""
+    """One cell; every test is on the token's bytes (no parsing), each case computes only its own fields."""
     def cell(kind: Column | str | None, whole: Column | None = None, scale: Column | None = None) -> Column:
         kind = kind if isinstance(kind, Column) else F.lit(kind).cast("string")
         return F.struct(name.alias("name"), kind.alias("kind"),
