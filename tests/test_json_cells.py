@@ -279,6 +279,33 @@ def test_routed_away_texts_give_null(spark, expressions):
         assert not _holds_exactly(text) or "\\" in text, text
 
 
+WIDE_DECIMALS = st.builds(_decimal_text, st.booleans(), st.text("0123456789", max_size=80),
+                          st.text("0123456789", min_size=1, max_size=80))
+
+
+def test_wide_numbers_without_a_digit_limit(spark):
+    """`max_digits=None`: numbers of any length are read as the reference reads them (integers up to 3,998
+    digits; a longer one, which `loads_exact` may read as a Decimal, gives NULL); the default limit refuses
+    them."""
+    wide = [10**38, -(10**38), 10**3997, -(10**3998 - 1), 10**3998, -(10**3998)]
+    numbers = [*map(str, wide), "0." + "0" * 100 + "1", "-" + "9" * 90 + "." + "0" * 60,
+               *map(str, examples(st.integers(-(10**120), 10**120), 100)), *examples(WIDE_DECIMALS, 100)]
+    texts = [f'{{"n": {n}, "s": "x"}}' for n in numbers]
+    df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "i int, text string")
+    got = (df.select("i", flat_tokens("text", max_digits=None).alias("tokens"), flat_tokens("text").alias("limited"))
+           .select("i", "tokens", "limited", cells("tokens").alias("cells")).orderBy("i").collect())
+    for n, text, row in zip(numbers, texts, got, strict=True):
+        digits = sum(c.isdigit() for c in n)
+        if "." not in n and digits > 3998:
+            assert row["tokens"] is None, n
+            continue
+        assert [tuple(c) for c in row["cells"]] == [expected_cell(k, v, "timestamp")
+                                                     for k, v in loads_exact(text).items()], n
+        assert (row["limited"] is None) == (digits > 38), n
+    with pytest.raises(ValueError):
+        flat_tokens("text", max_digits=0)
+
+
 def test_invalid_utf8_gives_null(spark, expressions):
     """Bytes that are not UTF-8 (a text column cast from binary keeps them) give NULL: the reference refuses
     them, or (an encoded surrogate, which it reads with `surrogatepass`) the Python decoder takes the record."""

@@ -9,8 +9,8 @@ exactly as `ColumnSummary.add` would classify the value `loads_exact` gives for 
 cells into the schema versions' summaries).
 
 What the tokenizer holds exactly, and so the only texts it answers: one JSON object (any JSON whitespace
-between its tokens) whose values are strings, numbers without an exponent of at most 38 digits, `true`, `false` or
-`null`, whose keys are distinct and written without a backslash escape, in valid UTF-8. Anything else - a nested
+between its tokens) whose values are strings, numbers without an exponent of at most 38 digits (or more, see
+`max_digits`), `true`, `false` or `null`, whose keys are distinct and written without a backslash escape, in valid UTF-8. Anything else - a nested
 object or array, `1e5`, NaN, a duplicate key, invalid JSON - gives NULL: the Python decoder takes that record.
 """
 
@@ -24,16 +24,33 @@ _STRING = r'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f
 """A JSON string token, exactly: no raw control character, only JSON's escapes. Written as an unrolled loop
 (runs of plain characters, then one escape at a time) so that Java's regex engine does not recurse per
 character (a `(?:a|b)*` loop does, and overflows the stack on a long text)."""
-_NUMBER = (r"-?+(?:(?=[0-9.]{3,39}+(?![0-9.]))(?:0|[1-9][0-9]*+)\.[0-9]++"
-           r"|(?:0|[1-9][0-9]{0,37}+)(?![0-9.]))")
-"""A JSON number without an exponent, of at most 38 digits: a fraction's digits and point are looked ahead
-first (at most 39 characters). A number with an exponent leaves an `e` that no member can start with; a longer
-number matches nothing."""
-_MEMBER = (rf'\G(?:\A{_WS}\{{|(?!\A),){_WS}"([^"\\\x00-\x1f]*+)"{_WS}:{_WS}'
-           rf"({_STRING}|{_NUMBER}|true|false|null){_WS}")
-"""One member with the `{` or `,` before it, starting where the previous one ended (`\\G`), so that the members
-found are the object's text from its start, one after another, up to the first character that is not a member:
-group 1 the name (written without escapes: the text between the quotes is the name), group 2 the value."""
+MAX_DIGITS = 38
+"""The default longest number :func:`flat_tokens` holds (decimal(38) holds it)."""
+LONGEST_INTEGER = 3998
+"""The longest integer :func:`flat_tokens` holds whatever `max_digits`: `loads_exact` reads an integer literal of
+4,000 characters or more as a Decimal, and one of 4,000 (a sign and 3,999 digits) as an int or a Decimal
+depending on the rest of the line."""
+
+
+def _number(max_digits: int | None) -> str:
+    """A JSON number without an exponent, of at most `max_digits` digits (None: any fraction, integers up to
+    :data:`LONGEST_INTEGER` digits). A fraction's digits and point are looked ahead first. A number with an
+    exponent leaves an `e` that no member can start with; a longer number matches nothing."""
+    integer_digits = min(max_digits or LONGEST_INTEGER, LONGEST_INTEGER)
+    fraction = rf"(?=[0-9.]{{1,{max_digits + 1}}}+(?![0-9.]))" if max_digits else ""
+    return (rf"-?+(?:{fraction}(?:0|[1-9][0-9]*+)\.[0-9]++"
+            rf"|(?:0|[1-9][0-9]{{0,{integer_digits - 1}}}+)(?![0-9.]))")
+
+
+def _member(max_digits: int | None) -> str:
+    """One member with the `{` or `,` before it, starting where the previous one ended (`\\G`), so that the
+    members found are the object's text from its start, one after another, up to the first character that is
+    not a member: group 1 the name (written without escapes: the text between the quotes is the name), group 2
+    the value."""
+    return (rf'\G(?:\A{_WS}\{{|(?!\A),){_WS}"([^"\\\x00-\x1f]*+)"{_WS}:{_WS}'
+            rf"({_STRING}|{_number(max_digits)}|true|false|null){_WS}")
+
+
 _END = "\u0000"
 """What :func:`flat_tokens` writes after each name and each value: JSON allows no raw NUL in a valid text."""
 _CLOSE = rf"\A{_WS}\}}{_WS}\z"
@@ -41,16 +58,20 @@ _EMPTY = rf"\A{_WS}\{{{_WS}\}}{_WS}\z"
 _TOKENS = "array<struct<key:string,token:string>>"
 
 
-def flat_tokens(text: Column | str) -> Column:
+def flat_tokens(text: Column | str, max_digits: int | None = MAX_DIGITS) -> Column:
     """`array<struct<key, token>>`: the members of a flat JSON object text in text order (`key` the name,
-    `token` the value's exact JSON text); NULL for any text the tokenizer does not hold exactly (see module).
+    `token` the value's exact JSON text); NULL for any text the tokenizer does not hold exactly (see module),
+    including a number of more than `max_digits` digits (None: any fraction, integers up to
+    :data:`LONGEST_INTEGER` digits).
 
     One regex pass rewrites every member as `name NUL value NUL`; whatever it leaves after the last member
     must be the closing brace and whitespace, so the members account for the whole text. `text` is read more
     than once: pass a column, not an expensive expression.
     """
+    if max_digits is not None and max_digits < 1:
+        raise ValueError(f"max_digits must be None or at least 1, not {max_digits}")
     text = F.col(text) if isinstance(text, str) else text
-    marked = F.regexp_replace(text, F.lit(_MEMBER), F.lit(f"$1{_END}$2{_END}"))
+    marked = F.regexp_replace(text, F.lit(_member(max_digits)), F.lit(f"$1{_END}$2{_END}"))
     return _let(F.split(marked, _END), lambda parts: _checked_members(text, parts))
 
 
