@@ -27,7 +27,6 @@ from cdcnorm.containers import loads_exact
 NAIVE = ("timestamp", "timestamp_ntz")
 
 
-
 def examples(strategy: st.SearchStrategy, count: int) -> list:
     """`count` examples drawn from `strategy` (generation only: the checks run on all of them at once)."""
     out: list = []
@@ -40,6 +39,7 @@ def examples(strategy: st.SearchStrategy, count: int) -> list:
 
     collect()
     return out
+
 
 # -- generated texts ------------------------------------------------------------------------------------------
 WS = st.text(alphabet=" \t\n\r", max_size=2)
@@ -266,6 +266,7 @@ ROUTED_AWAY = [
     '{"a": 1,}', '{,"a": 1}', '{"a" 1}', '{"a": 1 "b": 2}', '{"a": 1', '"a": 1}', '{"a": 1}}', '{"a": 1} x',
     '{"a": 1}\f', '\ufeff{"a": 1}', '[{"a": 1}]', '[]', '1', '"x"', 'null', '', ' ', '{', '}', '{"a": tru}',
     '{"a": True}', '{"a": "x"', '{"a": "\\ud800\\"}', '{"a": 1}\u00a0', '\u2028{"a": 1}', '{"a":\u00a01}',
+    '{"a": 1, "b"\u0000}', '{"a": 1\u0000}', '\u0000{}', '{"a": "\u0000"}',
 ]
 """Texts the tokenizer must not answer: valid JSON it does not hold exactly, and invalid JSON."""
 
@@ -278,13 +279,53 @@ def test_routed_away_texts_give_null(spark, expressions):
         assert not _holds_exactly(text) or "\\" in text, text
 
 
+WIDE_DECIMALS = st.builds(_decimal_text, st.booleans(), st.text("0123456789", max_size=80),
+                          st.text("0123456789", min_size=1, max_size=80))
+
+
+def test_wide_numbers_without_a_digit_limit(spark):
+    """`max_digits=None`: numbers of any length are read as the reference reads them (integers up to 3,998
+    digits; a longer one, which `loads_exact` may read as a Decimal, gives NULL); the default limit refuses
+    them."""
+    wide = [10**38, -(10**38), 10**3997, -(10**3998 - 1), 10**3998, -(10**3998)]
+    numbers = [*map(str, wide), "0." + "0" * 100 + "1", "-" + "9" * 90 + "." + "0" * 60,
+               *map(str, examples(st.integers(-(10**120), 10**120), 100)), *examples(WIDE_DECIMALS, 100)]
+    texts = [f'{{"n": {n}, "s": "x"}}' for n in numbers]
+    df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "i int, text string")
+    got = (df.select("i", flat_tokens("text", max_digits=None).alias("tokens"), flat_tokens("text").alias("limited"))
+           .select("i", "tokens", "limited", cells("tokens").alias("cells")).orderBy("i").collect())
+    for n, text, row in zip(numbers, texts, got, strict=True):
+        digits = sum(c.isdigit() for c in n)
+        if "." not in n and digits > 3998:
+            assert row["tokens"] is None, n
+            continue
+        assert [tuple(c) for c in row["cells"]] == [expected_cell(k, v, "timestamp")
+                                                     for k, v in loads_exact(text).items()], n
+        assert (row["limited"] is None) == (digits > 38), n
+    with pytest.raises(ValueError):
+        flat_tokens("text", max_digits=0)
+
+
+def test_invalid_utf8_gives_null(spark, expressions):
+    """Bytes that are not UTF-8 (a text column cast from binary keeps them) give NULL: the reference refuses
+    them, or (an encoded surrogate, which it reads with `surrogatepass`) the Python decoder takes the record."""
+    texts = [b'{"a": "\xff"}', b'{"\xc3": 1}', b'{"a": "\xed\xa0\x80"}', b'{"a": "\xc3\xa9"}']
+    df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "i int, b binary")
+    got = df.select("i", F.col("b").cast("string").alias("text")).select(
+        "i", expressions["tokens"].alias("tokens")).orderBy("i").collect()
+    assert [r["tokens"] and [tuple(t) for t in r["tokens"]] for r in got] == [None, None, None, [("a", '"é"')]]
+    for text in texts[:2]:
+        with pytest.raises(ValueError):
+            loads_exact(text)
+
+
 def _holds_exactly(text: str) -> bool:
     """Whether `loads_exact` reads the text as one flat object of distinct keys whose numbers have no exponent
     and at most 38 digits (whether a key was written with an escape is not seen here)."""
     try:
         if not isinstance(loads_exact(text), dict):
             return False
-    except ValueError:
+    except (ValueError, ArithmeticError):  # an exponent beyond Decimal's range raises InvalidOperation
         return False
     top = json.loads(text, object_pairs_hook=lambda pairs: ("object", pairs), parse_constant=lambda s: ("bad", s),
                      parse_float=lambda s: ("number", s), parse_int=lambda s: ("number", s))
@@ -329,7 +370,11 @@ def test_tokens_exactly_when_the_reference_holds_the_text(spark, expressions):
             assert not holds, repr(text)
 
 
-def test_hand_written_cells(spark, expressions):
+@pytest.mark.parametrize("generated_code", [False, True])
+def test_hand_written_cells(spark, expressions, request, generated_code):
+    """Actual values, with Spark's interpreter (the tests' default) and with its generated code."""
+    if generated_code:
+        request.getfixturevalue("codegen")
     texts = [
         '{"id": 5, "name": "x", "balance": 12.50, "created": "2024-01-01T10:00:00"}',
         ' {\n\t"z": 0.000 ,"n":-0.05,"w" :100.00, "m": -0.0, "i":-0, "j": 10.5 } ',
@@ -340,6 +385,7 @@ def test_hand_written_cells(spark, expressions):
         ' "j": "0000-01-01", "k": "2024-01-01T10:00:00.1234567", "l": "2024-01-01\\n", "m": "\\"q\\""}',
         '{"t": true, "f": false, "n": null, "": "", "é😀": "x", "a b": 1}',
         "{}",
+        '{"}": 1 }',
     ]
     df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "i int, text string")
     rows_ = _tokens_and_cells(df, expressions, "timestamp_ntz").orderBy("i").collect()
@@ -357,6 +403,7 @@ def test_hand_written_cells(spark, expressions):
     assert got[4] == [("t", "boolean", None, None), ("f", "boolean", None, None), ("n", None, None, None),
                       ("", "text", None, None), ("é😀", "text", None, None), ("a b", "int", 1, 0)]
     assert rows_[5]["tokens"] == [] and got[5] == []
+    assert [(t["key"], t["token"]) for t in rows_[6]["tokens"]] == [("}", "1")]  # a name like what follows
     for text, cells_ in zip(texts, got, strict=True):  # and the reference agrees
         assert cells_ == [expected_cell(k, v, "timestamp_ntz") for k, v in loads_exact(text).items()]
 
@@ -382,8 +429,9 @@ CALENDAR = {
 
 def test_calendar_edges(spark, expressions):
     texts = list(CALENDAR)
-    df = spark.createDataFrame([(i, s) for i, s in enumerate(texts)], "i int, s string")
+    df = spark.createDataFrame([(i, s) for i, s in enumerate([*texts, None])], "i int, s string")
     got = df.select("i", *expressions["kinds"]).orderBy("i").collect()
+    assert tuple(got.pop()[1:]) == ("text", "text")  # NULL (an escape Spark's reader refused): text
     for s, row in zip(texts, got, strict=True):
         for naive in NAIVE:
             expect = naive if CALENDAR[s] == "naive" else CALENDAR[s]
@@ -478,3 +526,13 @@ def test_fold_groups_struct_keys_in_chunks_and_skips_routed_rows():
     assert list(summaries) == [(g, summaries.vendor_types(g)) for g in groups]
     summaries.pop(groups[0])
     assert summaries.groups() == [groups[1]] and summaries.vendor_types(groups[0]) == []
+
+
+def test_fold_groups_by_any_arrow_value():
+    """A group of a type Arrow cannot hash (a list) is grouped by its Python value."""
+    group = pa.array([["f", "1"], ["f", "2"], ["f", "1"]], pa.list_(pa.string()))
+    summaries = CellSummaries()
+    summaries.add_cells(group, pa.array([0, 1, 2]), cell_lists([[ONE], [TEXT], [DATE]]))
+    assert summaries.groups() == [["f", "1"], ["f", "2"]]
+    assert summaries.vendor_types(["f", "1"]) == [("a", "json:date,int;digits=1;scale=0")]
+    assert summaries.vendor_types(["f", "2"]) == [("a", "json:text")]

@@ -4,13 +4,13 @@ Why: a Datastream JSON payload carries no column types; the Python decoder obser
 (`TypeObserver`, from `loads_exact`'s exact values: ints as int, every other number as a `Decimal` keeping its
 scale). Spark's own JSON functions lose the number text (`from_json` reads `12.50` as 12.5, `parse_json` as
 DECIMAL(3,1)), so the JVM decode path reads the scale from the raw text instead: :func:`flat_tokens` splits a
-flat object into its members' exact value texts with one regex scan, :func:`cells` classifies each value
+flat object into its members' exact value texts with one regex pass, :func:`cells` classifies each value
 exactly as `ColumnSummary.add` would classify the value `loads_exact` gives for it (`cell_summary` folds the
 cells into the schema versions' summaries).
 
-What the tokenizer holds exactly, and so the only texts it answers: one JSON object (JSON whitespace around
-every token) whose values are strings, numbers without an exponent of at most 38 digits, `true`, `false` or
-`null`, whose keys are distinct and written without a backslash escape, in valid UTF-8. Anything else - a nested
+What the tokenizer holds exactly, and so the only texts it answers: one JSON object (any JSON whitespace
+between its tokens) whose values are strings, numbers without an exponent of at most 38 digits (or more, see
+`max_digits`), `true`, `false` or `null`, whose keys are distinct and written without a backslash escape, in valid UTF-8. Anything else - a nested
 object or array, `1e5`, NaN, a duplicate key, invalid JSON - gives NULL: the Python decoder takes that record.
 """
 
@@ -19,60 +19,78 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-WHITESPACE = " \t\n\r"
 _WS = "[ \\t\\n\\r]*+"
 _STRING = r'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+"'
 """A JSON string token, exactly: no raw control character, only JSON's escapes. Written as an unrolled loop
 (runs of plain characters, then one escape at a time) so that Java's regex engine does not recurse per
 character (a `(?:a|b)*` loop does, and overflows the stack on a long text)."""
-_KEY = r'"[^"\\\x00-\x1f]*+"'
-"""A member name without escapes: its text between the quotes is the name."""
-_NUMBER = r"-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+"
-"""A JSON number without an exponent (one with an exponent leaves an `e` that no member can start with)."""
-_MEMBER = (rf"\G(?:\A{_WS}\{{|(?!\A),){_WS}{_KEY}{_WS}:{_WS}(?:{_STRING}|{_NUMBER}|true|false|null){_WS}")
-"""One member with the `{` or `,` before it, starting where the previous one ended (`\\G`): the members found
-are the object's text from its start, piece after piece, up to the first character that is not a member."""
+MAX_DIGITS = 38
+"""The default longest number :func:`flat_tokens` holds (decimal(38) holds it)."""
+LONGEST_INTEGER = 3998
+"""The longest integer :func:`flat_tokens` holds whatever `max_digits`: `loads_exact` reads an integer literal of
+4,000 characters or more as a Decimal, and one of 4,000 (a sign and 3,999 digits) as an int or a Decimal
+depending on the rest of the line."""
+
+
+def _number(max_digits: int | None) -> str:
+    """A JSON number without an exponent, of at most `max_digits` digits (None: any fraction, integers up to
+    :data:`LONGEST_INTEGER` digits). A fraction's digits and point are looked ahead first. A number with an
+    exponent leaves an `e` that no member can start with; a longer number matches nothing."""
+    integer_digits = min(max_digits or LONGEST_INTEGER, LONGEST_INTEGER)
+    fraction = rf"(?=[0-9.]{{1,{max_digits + 1}}}+(?![0-9.]))" if max_digits else ""
+    return (rf"-?+(?:{fraction}(?:0|[1-9][0-9]*+)\.[0-9]++"
+            rf"|(?:0|[1-9][0-9]{{0,{integer_digits - 1}}}+)(?![0-9.]))")
+
+
+def _member(max_digits: int | None) -> str:
+    """One member with the `{` or `,` before it, starting where the previous one ended (`\\G`), so that the
+    members found are the object's text from its start, one after another, up to the first character that is
+    not a member: group 1 the name (written without escapes: the text between the quotes is the name), group 2
+    the value."""
+    return (rf'\G(?:\A{_WS}\{{|(?!\A),){_WS}"([^"\\\x00-\x1f]*+)"{_WS}:{_WS}'
+            rf"({_STRING}|{_number(max_digits)}|true|false|null){_WS}")
+
+
+_END = "\u0000"
+"""What :func:`flat_tokens` writes after each name and each value: JSON allows no raw NUL in a valid text."""
 _CLOSE = rf"\A{_WS}\}}{_WS}\z"
 _EMPTY = rf"\A{_WS}\{{{_WS}\}}{_WS}\z"
-MAX_DIGITS = 38
+_TOKENS = "array<struct<key:string,token:string>>"
 
 
 def flat_tokens(text: Column | str, max_digits: int | None = MAX_DIGITS) -> Column:
     """`array<struct<key, token>>`: the members of a flat JSON object text in text order (`key` the name,
-    `token` the value's exact JSON text); NULL for any text the tokenizer does not hold exactly (see module).
+    `token` the value's exact JSON text); NULL for any text the tokenizer does not hold exactly (see module),
+    including a number of more than `max_digits` digits (None: any fraction, integers up to
+    :data:`LONGEST_INTEGER` digits).
 
-    The whole text is checked: the members found must be followed by the closing brace and whitespace only.
+    One regex pass rewrites every member as `name NUL value NUL`; whatever it leaves after the last member
+    must be the closing brace and whitespace, so the members account for the whole text. `text` is read more
+    than once: pass a column, not an expensive expression.
     """
+    if max_digits is not None and max_digits < 1:
+        raise ValueError(f"max_digits must be None or at least 1, not {max_digits}")
     text = F.col(text) if isinstance(text, str) else text
-    pieces = F.regexp_extract_all(text, F.lit(_MEMBER), 0)
-    return F.transform(F.array(pieces), lambda ps: _checked(text, ps, max_digits))[0]
+    marked = F.regexp_replace(text, F.lit(_member(max_digits)), F.lit(f"$1{_END}$2{_END}"))
+    return _let(F.split(marked, _END), lambda parts: _checked_members(text, parts))
 
 
-def _checked(text: Column, pieces: Column, max_digits: int | None) -> Column:
-    consumed = F.aggregate(pieces, F.lit(0), lambda acc, p: acc + F.char_length(p))
-    rest = F.substr(text, consumed + 1)
-    members = F.transform(pieces, _member)
-    keys = F.transform(members, lambda m: m["key"])
-    whole = F.when(F.size(pieces) == 0, text.rlike(_EMPTY)).otherwise(rest.rlike(_CLOSE))
-    wide = F.exists(members, lambda m: _digit_count(m["token"]) > max_digits) if max_digits else F.lit(False)
-    exact = (F.is_valid_utf8(text) & whole & (F.size(F.array_distinct(keys)) == F.size(keys)) & ~wide)
-    return F.when(exact, members)
+def _let(value: Column, body) -> Column:
+    """`body(value)` with `value` computed once (a lambda's variable), however often `body` reads it."""
+    return F.transform(F.array(value), body)[0]
 
 
-def _member(piece: Column) -> Column:
-    """(key, token) of one member piece `[ws]{|, ws "key" ws : ws token ws` (the key holds no quote)."""
-    up_to_key = F.substring_index(piece, '"', 2)
-    after_key = F.substr(piece, F.char_length(up_to_key) + 2)
-    token = F.btrim(F.substr(F.ltrim(after_key, F.lit(WHITESPACE)), F.lit(2)), F.lit(WHITESPACE))
-    return F.struct(F.substring_index(up_to_key, '"', -1).alias("key"), token.alias("token"))
-
-
-def _digit_count(token: Column) -> Column:
-    """Digits of a number token (0 for any other token)."""
-    number = ~F.left(token, F.lit(1)).isin('"', "t", "f", "n")
-    digits = (F.char_length(token) - F.startswith(token, F.lit("-")).cast("int")
-              - F.contains(token, F.lit(".")).cast("int"))
-    return F.when(number, digits).otherwise(F.lit(0))
+def _checked_members(text: Column, parts: Column) -> Column:
+    """`parts`: name, value, name, value, ..., what follows the last member."""
+    count = ((F.size(parts) - 1) / 2).cast("int")
+    members = F.transform(F.sequence(F.lit(0), count - 1),
+                          lambda i: F.struct(parts[2 * i].alias("key"), parts[2 * i + 1].alias("token")))
+    rest = F.element_at(parts, -1)
+    whole = F.when(count > 0, rest.rlike(_CLOSE)).otherwise(text.rlike(_EMPTY))
+    valid = F.is_valid_utf8(text) & ~F.contains(text, F.lit(_END)) & whole
+    keys = F.filter(parts, lambda _, i: (i % 2 == 0) & (i < 2 * count))
+    return F.when(valid & (count == 0), F.array().cast(_TOKENS)).when(
+        valid & (F.size(F.array_distinct(keys)) == count), members)
 
 
 def cells(tokens: Column | str, naive: str = "timestamp") -> Column:
@@ -84,72 +102,99 @@ def cells(tokens: Column | str, naive: str = "timestamp") -> Column:
     any other number, `whole` and `scale` as `add_decimal` reads them from the Decimal (`0.05` has whole -1,
     scale 2); NULL for `null` (the column still appears). NULL tokens give NULL.
     """
-    if naive not in ("timestamp", "timestamp_ntz"):
-        raise ValueError(f"naive must be timestamp or timestamp_ntz, not {naive!r}")
+    _check_naive(naive)
+    tokens = F.col(tokens) if isinstance(tokens, str) else tokens
     return F.transform(tokens, lambda m: _cell(m["key"], m["token"], naive))
 
 
+def _check_naive(naive: str) -> None:
+    if naive not in ("timestamp", "timestamp_ntz"):
+        raise ValueError(f"naive must be timestamp or timestamp_ntz, not {naive!r}")
+
+
 def _cell(name: Column, token: Column, naive: str) -> Column:
-    first = F.left(token, F.lit(1))
-    decimal = F.contains(token, F.lit("."))
-    magnitude = F.when(first == "-", F.substr(token, F.lit(2))).otherwise(token)
-    integer_part = F.substring_index(magnitude, ".", 1)
-    fraction = F.substring_index(magnitude, ".", -1)
-    scale = F.char_length(fraction)
-    decimal_whole = F.when(integer_part != "0", F.char_length(integer_part)).otherwise(
-        F.greatest(F.char_length(F.ltrim(fraction, F.lit("0"))), F.lit(1)) - scale)
-    integer_kind = (F.when(token.try_cast("int").isNotNull(), F.lit("int"))
-                    .when(token.try_cast("bigint").isNotNull(), F.lit("bigint")).otherwise(F.lit("integer")))
-    kind = (F.when(first == '"', text_kind(_string_value(token), naive))
-            .when(first.isin("t", "f"), F.lit("boolean"))
-            .when(first == "n", F.lit(None).cast("string"))
-            .when(decimal, F.lit("decimal"))
-            .otherwise(integer_kind))
-    number = ~first.isin('"', "t", "f", "n")
-    whole = F.when(number, F.when(decimal, decimal_whole).otherwise(F.char_length(magnitude)))
-    return F.struct(name.alias("name"), kind.alias("kind"), whole.alias("whole"),
-                    F.when(number, F.when(decimal, scale).otherwise(F.lit(0))).alias("scale"))
+    """One cell; every test is on the token's bytes (no parsing), each case computes only its own fields."""
+    def cell(kind: Column | str | None, whole: Column | None = None, scale: Column | None = None) -> Column:
+        kind = kind if isinstance(kind, Column) else F.lit(kind).cast("string")
+        return F.struct(name.alias("name"), kind.alias("kind"),
+                        (F.lit(None) if whole is None else whole).cast("int").alias("whole"),
+                        (F.lit(None) if scale is None else scale).cast("int").alias("scale"))
 
-
-def _string_value(token: Column) -> Column:
-    """The text of a string token: its escapes decoded by Spark's JSON reader, only where it has one."""
+    escaped = F.contains(token, F.lit("\\"))
     decoded = F.from_json(F.concat(F.lit("["), token, F.lit("]")), "array<string>")[0]
-    return F.when(F.contains(token, F.lit("\\")), decoded).otherwise(F.btrim(token, F.lit('"')))
+    string_kind = F.when(escaped, text_kind(decoded, naive)).otherwise(_token_kind(token, naive))
+    return (F.when(F.startswith(token, F.lit('"')), cell(string_kind))
+            .when((token == "true") | (token == "false"), cell("boolean"))
+            .when(token == "null", cell(None))
+            .when(F.contains(token, F.lit(".")), _decimal_cell(token, cell))
+            .otherwise(_integer_cell(token, cell)))
 
 
-_DATE_TIME = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
-              r"(?:[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})?)?\z")
-"""The shapes `inferred._text_kind` accepts before `fromisoformat` checks the calendar (ASCII digits only:
-`fromisoformat` reads the UTF-8 bytes)."""
+def _integer_cell(token: Column, cell) -> Column:
+    """`int`, `bigint` or `integer` by the digits, compared as text with the limits at 10 and 19 digits (no
+    leading zeros in JSON: equal lengths compare as the numbers do)."""
+    negative = F.startswith(token, F.lit("-"))
+    digits = F.char_length(token) - negative.cast("int")
+
+    def within(positive: str, negative_limit: str) -> Column:
+        return F.when(negative, token <= negative_limit).otherwise(token <= positive)
+
+    kind = (F.when(digits <= 9, F.lit("int"))
+            .when(digits == 10, F.when(within("2147483647", "-2147483648"), F.lit("int")).otherwise(F.lit("bigint")))
+            .when(digits <= 18, F.lit("bigint"))
+            .when(digits == 19, F.when(within("9223372036854775807", "-9223372036854775808"), F.lit("bigint"))
+                  .otherwise(F.lit("integer")))
+            .otherwise(F.lit("integer")))
+    return cell(kind, digits, F.lit(0))
+
+
+def _decimal_cell(token: Column, cell) -> Column:
+    """`decimal` with `add_decimal`'s whole and scale: the scale is the fraction's length; the whole is the
+    integer part's length, except for `0.xxx`, whose Decimal digits lose the fraction's leading zeros."""
+    point = F.instr(token, ".")
+    scale = F.char_length(token) - point
+    whole_digits = point - 1 - F.startswith(token, F.lit("-")).cast("int")
+    below_one = (whole_digits == 1) & (F.substr(token, point - 1, F.lit(1)) == "0")
+    significant = F.greatest(F.char_length(F.ltrim(F.substr(token, point + 1), F.lit("0"))), F.lit(1))
+    return cell(F.lit("decimal"), F.when(below_one, significant - scale).otherwise(whole_digits), scale)
+
+
+_YEAR = "(?!0000)[0-9]{4}"
+_LEAP_YEAR = "(?!0000)(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
+_DATE = (rf"(?:{_YEAR}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)"
+         rf"|(?:0[13578]|1[02])-31)|{_LEAP_YEAR}-02-29)")
+_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?"
+_ZONE = "(?:Z|[+-](?:(?:[01][0-9]|2[0-2]):[0-9]{2}|23:[0-5][0-9]))"
+_DATE_TIME = f"{_DATE}(?:[T ]{_TIME}{_ZONE}?)?"
+"""Exactly the texts `inferred._text_kind` calls a date or a date-time: its shapes (:data:`inferred._TAIL`)
+whose fields `fromisoformat` (Python 3.11) accepts - year 1 to 9999, a day of the month (29 February in leap
+years: by 4, not by 100 unless by 400), hour < 24, minute and second < 60, and a zone offset strictly inside 24
+hours (its minutes are not checked on their own: `+05:99` is 6:39). ASCII digits only: `fromisoformat` reads
+the UTF-8 bytes."""
 
 
 def text_kind(s: Column, naive: str = "timestamp") -> Column:
-    """`inferred._text_kind` as a Spark expression: `date`, `timestamp`, `naive` or `text`.
+    """`inferred._text_kind` as a Spark expression: `date`, `timestamp`, `naive` or `text` (NULL: `text`)."""
+    _check_naive(naive)
+    return _let(s, lambda v: _kind(v, naive, quote=""))
 
-    The shape by regex, then the ranges `fromisoformat` (Python 3.11) checks: year >= 1, month 1-12, a day of
-    that month (leap years), hour < 24, minute < 60, second < 60, and a zone offset (`+HH:MM`, the minutes not
-    checked on their own) strictly inside 24 hours. The cheap positional test first, as Python does.
-    """
-    n = F.char_length(s)
 
-    def part(pos: int | Column, length: int) -> Column:
-        return F.substr(s, pos if isinstance(pos, Column) else F.lit(pos), F.lit(length)).try_cast("int")
+def _token_kind(token: Column, naive: str) -> Column:
+    """:func:`text_kind` of a string token written without escapes (its text is the token within the quotes)."""
+    return _kind(token, naive, quote='"')
 
-    year, month, day = part(1, 4), part(6, 2), part(9, 2)
-    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
-    month_days = (F.when(month == 2, F.when(leap, F.lit(29)).otherwise(F.lit(28)))
-                  .when(month.isin(4, 6, 9, 11), F.lit(30)).otherwise(F.lit(31)))
-    date_ok = (year >= 1) & month.between(1, 12) & (day >= 1) & (day <= month_days)
-    time_ok = (part(12, 2) < 24) & (part(15, 2) < 60) & (part(18, 2) < 60)
-    offset = F.substr(s, n - 5, F.lit(1)).isin("+", "-")
-    offset_ok = part(n - 4, 2) * 60 + part(n - 1, 2) < 24 * 60
-    candidate = (((n == 10) | (n >= 19)) & (F.substr(s, F.lit(5), F.lit(1)) == "-")
-                 & (F.substr(s, F.lit(8), F.lit(1)) == "-"))
-    text = F.lit("text")
-    kind = (F.when(~s.rlike(_DATE_TIME) | ~date_ok, text)
-            .when(n == 10, F.lit("date"))
-            .when(~time_ok, text)
-            .when(offset, F.when(offset_ok, F.lit("timestamp")).otherwise(text))
-            .when(F.right(s, F.lit(1)) == "Z", F.lit("timestamp"))
-            .otherwise(F.lit(naive)))
-    return F.when(candidate, kind).otherwise(text)
+
+def _kind(s: Column, naive: str, quote: str) -> Column:
+    """The kind of `s` (between `quote`s): the cheap positional test first, as Python does, then one regex;
+    a date has 10 characters, a zone ends with `Z` or is `+HH:MM` / `-HH:MM`."""
+    q = len(quote)
+    n = F.char_length(s) - 2 * q
+
+    def at(pos: int | Column) -> Column:
+        return F.substr(s, pos + q if isinstance(pos, Column) else F.lit(pos + q), F.lit(1))
+
+    candidate = ((n == 10) | (n >= 19)) & (at(5) == "-") & (at(8) == "-")
+    valid = F.coalesce(candidate & s.rlike(f"^{quote}{_DATE_TIME}{quote}\\z"), F.lit(False))
+    zoned = (at(n) == "Z") | at(n - 5).isin("+", "-")
+    return (F.when(~valid, F.lit("text")).when(n == 10, F.lit("date"))
+            .when(zoned, F.lit("timestamp")).otherwise(F.lit(naive)))
