@@ -343,3 +343,9 @@ def test_every_error_class_has_a_meaning_and_is_documented():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "canonical.md").read_text(encoding="utf-8")
     for name, meaning in CONTAINER_ERRORS.items():
         assert meaning and f"| `{name}` |" in doc
+
+
+def test_a_number_beyond_any_decimal_exponent_is_bad_json_and_the_next_line_decodes():
+    got = items(b'{"a": 1e99999999999999999999}\n{"ok": 1}\n')
+    assert [r.error_class for r in got if isinstance(r, Damage)] == ["bad_json"]
+    assert [r.value for r in got if isinstance(r, Record)] == [{"ok": 1}]

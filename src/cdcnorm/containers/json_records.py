@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import msgspec
@@ -152,6 +152,8 @@ def _loads_decimal(data: bytes | str) -> Any:
         return json.loads(data, parse_float=Decimal, parse_constant=Decimal)  # its own errors for odd input
     except RecursionError:
         raise JsonTooDeep("nesting beyond the parser's depth limit") from None
+    except InvalidOperation:  # an exponent beyond what a Decimal holds (`1e99999999999999999999`): not a number
+        raise ValueError("a number whose exponent no decimal can hold") from None
 
 
 _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
