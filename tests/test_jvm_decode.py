@@ -53,6 +53,7 @@ def assert_same(py, jvm) -> dict:
     return jvm.report["decode_paths"]
 
 
+@pytest.mark.slow  # fast: the damaged, real-corpus, sample and per-shape tests below, both paths compared
 def test_a_simulated_history_with_every_quirk_decodes_alike_and_takes_the_jvm_path(spark, tmp_path):
     manifest = simulate(tmp_path / "sim", vendors=["datastream-json"], tables=3, rows=30, changes=300, seed=7,
                         rotate=60)
