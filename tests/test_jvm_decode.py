@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from cdcnorm import normalize
 from cdcnorm.simulate import simulate
 from damaged_corpus import build
