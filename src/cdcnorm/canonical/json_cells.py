@@ -93,6 +93,13 @@ def _checked_members(text: Column, parts: Column) -> Column:
         valid & (F.size(F.array_distinct(keys)) == count), members)
 
 
+def string_value(token: Column) -> Column:
+    """The str a JSON string token decodes to (escapes resolved by Spark's JSON reader only where there are any)."""
+    inner = F.substring(token, 2, F.length(token) - 2)
+    return F.when(token.contains("\\"), F.from_json(F.concat(F.lit("["), token, F.lit("]")),
+                                                    "array<string>")[0]).otherwise(inner)
+
+
 def cells(tokens: Column | str, naive: str = "timestamp") -> Column:
     """`array<struct<name, kind, whole, scale>>`, one per token of :func:`flat_tokens`, classified as
     `ColumnSummary.add` classifies the value `loads_exact` gives for the token.
@@ -121,8 +128,7 @@ def _cell(name: Column, token: Column, naive: str) -> Column:
                         (F.lit(None) if scale is None else scale).cast("int").alias("scale"))
 
     escaped = F.contains(token, F.lit("\\"))
-    decoded = F.from_json(F.concat(F.lit("["), token, F.lit("]")), "array<string>")[0]
-    string_kind = F.when(escaped, text_kind(decoded, naive)).otherwise(_token_kind(token, naive))
+    string_kind = F.when(escaped, text_kind(string_value(token), naive)).otherwise(_token_kind(token, naive))
     return (F.when(F.startswith(token, F.lit('"')), cell(string_kind))
             .when((token == "true") | (token == "false"), cell("boolean"))
             .when(token == "null", cell(None))

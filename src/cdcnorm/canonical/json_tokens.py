@@ -11,19 +11,13 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from cdcnorm.canonical import tuple_expr
+from cdcnorm.canonical.json_cells import string_value
 
 INT_TOKEN = r"^-?(0|[1-9][0-9]{0,17})$"
 """An integer token that fits a long with room (18 digits): larger ones go to the Python decoder."""
 DECIMAL_TOKEN = r"^-?(0|[1-9][0-9]{0,19})\.[0-9]{1,18}$"
 """A decimal token decimal(38,18) holds exactly (at most 20 integer and 18 fraction digits)."""
 _NUMBER = r"^-?[0-9]"
-
-
-def string_value(token: Column) -> Column:
-    """The str a JSON string token decodes to (escapes resolved by Spark's JSON reader only where there are any)."""
-    inner = F.substring(token, 2, F.length(token) - 2)
-    return F.when(token.contains("\\"), F.from_json(F.concat(F.lit("["), token, F.lit("]")),
-                                                    "array<string>")[0]).otherwise(inner)
 
 
 def scalar_encodable(token: Column) -> Column:

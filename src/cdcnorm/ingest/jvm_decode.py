@@ -36,7 +36,7 @@ from cdcnorm.canonical.emit import ARROW_SCHEMA, KIND_LINE, LINE, BatchBuilder, 
 from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.record import SchemaColumn, SchemaVersion
 from cdcnorm.containers.json_lines import split_json_lines
-from cdcnorm.ingest.sources import _decode_one_file, fewer_collections
+from cdcnorm.ingest.sources import decode_one_file, fewer_collections
 from cdcnorm.runtime.fs import open_input
 
 JVM_RULE = "jvm"
@@ -80,7 +80,7 @@ class _LineCutter:
                     if lines is None:
                         out = BatchBuilder()
                         out.set_context(adapter.name, fmt)
-                        for decoded in _decode_one_file(adapter, path, out):
+                        for decoded in decode_one_file(adapter, path, out):
                             yield _with_lines(decoded, None)
                         continue
                     yield from _line_batches(adapter.name, path, lines)

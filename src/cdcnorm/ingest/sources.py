@@ -133,7 +133,7 @@ class _FileDecoder:
                 for path in batch.column("path").to_pylist():
                     out = BatchBuilder()
                     out.set_context(adapter.name, adapter.formats[0] if adapter.formats else adapter.name)
-                    yield from _decode_one_file(adapter, path, out)
+                    yield from decode_one_file(adapter, path, out)
 
 
 class _Warm:
@@ -177,7 +177,7 @@ def fewer_collections() -> Iterator[None]:
         gc.set_threshold(*old)
 
 
-def _decode_one_file(adapter: Adapter, path: str, out: BatchBuilder) -> Iterator[pa.RecordBatch]:
+def decode_one_file(adapter: Adapter, path: str, out: BatchBuilder) -> Iterator[pa.RecordBatch]:
     """Stream one file through the adapter (which reads it with the container tier, gzip included); an
     exception the container tier did not turn into a quarantine row quarantines the rest of the file."""
     try:

@@ -67,6 +67,11 @@ class _Line:
         self.checks.append(t.isNull() | t.isin(*allowed))
         return F.nullif(F.variant_get(self.v, path, "string"), F.lit(""))
 
+    def require_text(self, *paths: str) -> None:
+        """Only the type test of `text` (a string, null or absent), for members read raw."""
+        for path in paths:
+            self.text(path)
+
     def integer(self, path: str) -> Column:
         """`source_metadata.integer()` of an integer member (absent/null: NULL; other types fall back)."""
         t = self.typ(path)
@@ -209,7 +214,7 @@ def _position(ln: _Line, source_db: Column) -> tuple[Column, Column]:
     """(encoded position parts, readable position) of `source_metadata.position` for the three engines."""
     # MySQL: (binlog file number, position), `file:pos`
     file_given = ln.given(f"{_SM}.log_file")
-    ln.text(f"{_SM}.log_file"), ln.text(f"{_SM}.binlog_file")  # noqa: B018 - their type checks
+    ln.require_text(f"{_SM}.log_file", f"{_SM}.binlog_file")
     file_raw = F.when(file_given, F.variant_get(ln.v, f"{_SM}.log_file", "string")).otherwise(
         F.variant_get(ln.v, f"{_SM}.binlog_file", "string"))
     pos = F.when(ln.given(f"{_SM}.log_position"), ln.integer(f"{_SM}.log_position")).otherwise(
