@@ -11,6 +11,9 @@ members, BigQuery rows, damaged JSON) falls back; each test below names the Pyth
 
 from __future__ import annotations
 
+import functools
+import operator
+import re
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame
@@ -40,19 +43,64 @@ _BIN_SUFFIX = r"([0-9]{1,18})\s*$"
 _OPS = {"INSERT": "INSERT", "CREATE": "INSERT", "READ": "INSERT", "UPDATE": "UPDATE", "UPDATE-INSERT": "UPDATE",
         "DELETE": "DELETE", "UPDATE-DELETE": "DELETE"}
 PAIR_SEP = "\x1f"
+_OBJECT_PROBE = "struct<`\x00`:int>"
+"""A struct type whose one field no JSON member is named: a member casts to it exactly when it is an object."""
+_KEPT_NAME = re.compile(r"_k_[a-z_]+")
 _SM = "$.source_metadata"
 
 
 class _Line:
-    """The parsed line (`_v`) and the exactness checks gathered while its columns are built."""
+    """The parsed line (`_v`), the members read from it, and the exactness checks gathered while its columns are
+    built.
+
+    Every member read (`get`) and every value kept (`keep`) is a named column computed once per row in an earlier
+    projection: the columns read them many times, and Spark would otherwise repeat their expressions in each."""
 
     def __init__(self, v: Column):
         self.v = v
         self.checks: list[Column] = []
+        self.reads: dict[str, Column] = {}
+        self.kept: dict[str, Column] = {}
+        self._names: dict[tuple[str, str], str] = {}
+
+    def get(self, path: str, type_: str) -> Column:
+        """`variant_get(_v, path, type_)`, read once."""
+        name = self._names.get((path, type_))
+        if name is None:
+            name = self._names[(path, type_)] = f"_r{len(self._names)}"
+            if type_ == "type":
+                read = F.schema_of_variant(F.variant_get(self.v, path, "variant"))
+            elif type_ == _OBJECT_PROBE:
+                read = F.try_variant_get(self.v, path, type_)
+            else:
+                read = F.variant_get(self.v, path, type_)
+            self.reads[name] = read
+        return F.col(name)
+
+    def keep(self, name: str, value: Column) -> Column:
+        """`value` computed once, after the members are read (as `_k_<name>`)."""
+        self.kept[f"_k_{name}"] = value
+        return F.col(f"_k_{name}")
+
+    def with_values(self, df: DataFrame) -> DataFrame:
+        """`df` with the members read and the values kept: one projection per level of values that read others
+        (each projection writes the whole row again: the line and its parsed VARIANT)."""
+        df = df.withColumns(self.reads)
+        level: dict[str, int] = {}
+        for name, value in self.kept.items():  # kept in order: a value reads only those kept before it
+            level[name] = 1 + max((level[n] for n in _KEPT_NAME.findall(str(value)) if n in level), default=0)
+        for depth in sorted(set(level.values())):
+            df = df.withColumns({n: self.kept[n] for n, d in level.items() if d == depth})
+        return df
+
+    def is_object(self, path: str) -> Column:
+        """The member is a JSON object: it casts to a struct (of a field no JSON name has), with no copy of it and no
+        type name built (`schema_of_variant` writes out every member's type)."""
+        return self.get(path, _OBJECT_PROBE).isNotNull()
 
     def typ(self, path: str) -> Column:
         """The JSON type of a member (`STRING`, `BIGINT`, `VOID` for null, `OBJECT<...>`); NULL when absent."""
-        return F.schema_of_variant(F.variant_get(self.v, path, "variant"))
+        return self.get(path, "type")
 
     def given(self, path: str) -> Column:
         """The member is present and not JSON null (Python's `is not None`)."""
@@ -65,7 +113,7 @@ class _Line:
         t = self.typ(path)
         allowed = ["STRING", "VOID", *(["BIGINT"] if numbers else [])]
         self.checks.append(t.isNull() | t.isin(*allowed))
-        return F.nullif(F.variant_get(self.v, path, "string"), F.lit(""))
+        return F.nullif(self.get(path, "string"), F.lit(""))
 
     def require_text(self, *paths: str) -> None:
         """Only the type test of `text` (a string, null or absent), for members read raw."""
@@ -76,16 +124,16 @@ class _Line:
         """`source_metadata.integer()` of an integer member (absent/null: NULL; other types fall back)."""
         t = self.typ(path)
         self.checks.append(t.isNull() | t.isin("BIGINT", "VOID"))
-        return F.variant_get(self.v, path, "bigint")
+        return self.get(path, "bigint")
 
     def is_true(self, path: str) -> Column:
         """`sm.get(name) is True`: the JSON value true, nothing else."""
-        return F.coalesce((self.typ(path) == "BOOLEAN") & F.variant_get(self.v, path, "boolean"), F.lit(False))
+        return F.coalesce((self.typ(path) == "BOOLEAN") & self.get(path, "boolean"), F.lit(False))
 
     def time(self, path: str) -> Column:
         """`types.parse_ts` of Datastream's own form; absent, null and "" are NULL; other forms fall back."""
         t = self.typ(path)
-        s = F.variant_get(self.v, path, "string")
+        s = self.get(path, "string")
         value = F.when((t == "STRING") & s.rlike(_DS_TIME), s.try_cast("timestamp"))
         self.checks.append(t.isNull() | (t == "VOID") | ((t == "STRING") & (s == "")) | value.isNotNull())
         return value
@@ -104,29 +152,29 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
     df = df.withColumn("_tokens", F.when(F.col("_payload_text") != "", json_cells.flat_tokens(F.col("_payload_text"), max_digits=None)))
     ln = _Line(F.col("_v"))
     ln.checks += [F.is_valid_utf8(text), F.col("_tokens").isNotNull(), F.regexp_count(text, F.lit(r'"payload"\s*:')) == 1,
-                  F.startswith(ln.typ("$.payload"), F.lit("OBJECT")),
-                  F.startswith(ln.typ(_SM), F.lit("OBJECT")), ~ln.given(f"{_SM}.collection"),
-                  F.coalesce(F.variant_get(ln.v, "$.kind", "string"), F.lit("")) != "storage#object"]
+                  ln.is_object("$.payload"), ln.is_object(_SM), ~ln.given(f"{_SM}.collection"),
+                  F.coalesce(ln.get("$.kind", "string"), F.lit("")) != "storage#object"]
 
-    rm = F.variant_get(ln.v, "$.read_method", "string")
+    rm = ln.get("$.read_method", "string")
     ln.checks += [ln.typ("$.read_method") == "STRING", rm.rlike(_READ_METHOD)]
     prefix = F.split(F.lower(rm), "-", 2)[0]
-    source_db = F.when(prefix == "postgres", F.lit("postgresql")).otherwise(prefix)
+    source_db = ln.keep("source_db", F.when(prefix == "postgres", F.lit("postgresql")).otherwise(prefix))
     ln.checks.append(source_db.isin(*FAST_SOURCES))
-    source_ts, capture_ts = ln.time("$.source_timestamp"), ln.time("$.read_timestamp")
+    source_ts = ln.keep("source_ts", ln.time("$.source_timestamp"))
+    capture_ts = ln.time("$.read_timestamp")
 
     has_ct = ln.given(f"{_SM}.change_type")
     ct_type = F.when(has_ct, ln.typ(f"{_SM}.change_type")).otherwise(ln.typ(f"{_SM}.mod_type"))
-    ct_raw = F.when(has_ct, F.variant_get(ln.v, f"{_SM}.change_type", "string")).otherwise(
-        F.variant_get(ln.v, f"{_SM}.mod_type", "string"))
+    ct_raw = F.when(has_ct, ln.get(f"{_SM}.change_type", "string")).otherwise(
+        ln.get(f"{_SM}.mod_type", "string"))
     ln.checks += [ct_type.isNull() | ct_type.isin("STRING", "VOID"), F.coalesce(ct_raw, F.lit("")).rlike(_CHANGE_TYPE)]
-    ct = F.upper(F.coalesce(ct_raw, F.lit("")))
+    ct = ln.keep("ct", F.upper(F.coalesce(ct_raw, F.lit(""))))
     rm_low = F.lower(rm)
-    backfill = (rm_low.contains("backfill") | rm_low.contains("dump") | (ct == "READ")
-                | ln.is_true(f"{_SM}.snapshot"))
+    backfill = ln.keep("backfill", rm_low.contains("backfill") | rm_low.contains("dump") | (ct == "READ")
+                       | ln.is_true(f"{_SM}.snapshot"))
     is_deleted = ln.is_true(f"{_SM}.is_deleted")
     deletes = ct.isin("DELETE", "UPDATE-DELETE")
-    op = (F.when(deletes, F.lit("DELETE")).when(backfill, F.lit("SNAPSHOT"))
+    op = ln.keep("op", F.when(deletes, F.lit("DELETE")).when(backfill, F.lit("SNAPSHOT"))
           .when(ct == "", F.when(is_deleted, F.lit("DELETE")).otherwise(F.lit("INSERT")))
           .otherwise(F.create_map(*[F.lit(x) for kv in _OPS.items() for x in kv])[ct]))
     ln.checks.append(op.isNotNull())  # an unknown change type: the Python decoder quarantines it (unknown_op)
@@ -134,30 +182,31 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
              .when(ct == "UPDATE-DELETE", F.array(F.lit("key_change"))).otherwise(F.array().cast("array<string>")))
 
     # identity (source_metadata.ident): MySQL has no schema level, PostgreSQL no database
-    database = F.when(source_db != "postgresql", ln.text(f"{_SM}.database"))
-    schema_ = F.when(source_db != "mysql", ln.text(f"{_SM}.schema"))
-    table = F.coalesce(ln.text(f"{_SM}.table"), ln.text("$.object"))
-    stream = F.lit(stream_option) if stream_option else F.coalesce(ln.text("$.stream_name"), F.lit(SPEC.name))
+    database = ln.keep("database", F.when(source_db != "postgresql", ln.text(f"{_SM}.database")))
+    schema_ = ln.keep("schema", F.when(source_db != "mysql", ln.text(f"{_SM}.schema")))
+    table = ln.keep("table", F.coalesce(ln.text(f"{_SM}.table"), ln.text("$.object")))
+    stream = F.lit(stream_option) if stream_option else ln.keep("stream", F.coalesce(ln.text("$.stream_name"),
+                                                                                     F.lit(SPEC.name)))
 
     # primary keys (source_metadata.primary_keys): the first of three members that is given
     pk_paths = [f"{_SM}.primary_keys", f"{_SM}.replication_index", f"{_SM}.primary_key"]
     pk_type = F.coalesce(*[F.when(ln.given(p), ln.typ(p)) for p in pk_paths])
     pk_values = F.coalesce(*[F.when(ln.given(p), F.when(ln.typ(p) == "STRING",
-                                                        F.array(F.variant_get(ln.v, p, "string")))
-                                    .otherwise(F.variant_get(ln.v, p, "array<string>"))) for p in pk_paths])
+                                                        F.array(ln.get(p, "string")))
+                                    .otherwise(ln.get(p, "array<string>"))) for p in pk_paths])
     ln.checks.append(pk_type.isNull() | pk_type.isin("STRING", "ARRAY<STRING>", "ARRAY<VOID>"))
 
-    df = df.withColumn("_pks", pk_values)
-    pks = F.col("_pks")
+    pks = ln.keep("pks", pk_values)
     members = F.map_from_entries(F.transform(F.col("_tokens"), lambda t: F.struct(t["key"], t["token"])))
-    key_tokens = F.transform(pks, lambda k: F.element_at(members, k))
+    key_tokens = ln.keep("key_tokens", F.transform(pks, lambda k: F.element_at(members, k)))
     ln.checks += [pks.isNull() | (F.size(F.array_distinct(pks)) == F.size(pks)),
                   pks.isNull() | F.forall(key_tokens, lambda t: t.isNotNull() & json_tokens.scalar_encodable(t))]
     has_key = pks.isNotNull() & (F.size(pks) > 0)
-    key_values = json_tokens.nested_tuple(F.when(has_key, key_tokens))
+    key_values = ln.keep("key_values", json_tokens.nested_tuple(F.when(has_key, key_tokens)))
 
     parts, log_position = _position(ln, source_db)
-    position = F.when(~backfill, log_position)  # a backfill row has no log position (events.to_change)
+    parts = ln.keep("parts", parts)
+    position = ln.keep("position", F.when(~backfill, log_position))  # a backfill row: no log position (to_change)
     rank = F.when(ct == "UPDATE-DELETE", F.lit(0)).otherwise(F.lit(1))
     row_id = ln.text(f"{_SM}.row_id")
     head = F.concat(*[tuple_expr.element("str", c) for c in (F.lit(SPEC.name), stream, database, schema_, table)])
@@ -182,12 +231,17 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
                                                      F.coalesce(schema_, F.lit("")), F.coalesce(table, F.lit("")),
                                                      position))
     image_text, widened = json_tokens.variant_text(F.col("_tokens"))
-    image = F.parse_json(F.when(widened, image_text).otherwise(F.col("_payload_text")))
-    exact = F.coalesce(F.aggregate(F.array(*ln.checks), F.lit(True), lambda a, b: a & b), F.lit(False))
+    widened = ln.keep("widened", widened)
+    image = F.col("_image")
+    exact = F.coalesce(functools.reduce(operator.and_, ln.checks), F.lit(False))  # not a lambda: Spark runs those
+    # interpreted, row by row
+    df = ln.with_values(df)
     if explain:  # which exactness test each line failed (tests and diagnosis)
         df = df.withColumn("_checks", F.array(*[F.coalesce(c, F.lit(False)) for c in ln.checks]))
     df = df.withColumn("_fallback", is_line & ~(F.col("_v").isNotNull() & exact))
     fast = is_line & ~F.col("_fallback")
+    df = df.withColumn("_image", F.when(fast, F.parse_json(F.when(widened, image_text)
+                                                           .otherwise(F.col("_payload_text")))))
     cols = {
         "vendor": F.lit(SPEC.name), "format": F.lit(FMT_JSON), "stream": stream, "source_db": source_db,
         "database": database, "schema": schema_, "table": table, "op": op, "vendor_op": F.when(ln.given(
@@ -207,7 +261,7 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
         df = df.withColumn(name, F.when(fast, expr).otherwise(F.col(name)) if name in df.columns
                            else F.when(fast, expr))
     df = df.withColumn(B.KIND, F.when(fast, F.lit(KIND_CHANGE)).otherwise(F.col(B.KIND)))  # last: `fast` reads it
-    return df.drop("_v", "_payload_text", "_tokens", "_pks")
+    return df.drop("_v", "_payload_text", "_tokens", "_image", *ln.reads, *ln.kept)
 
 
 def _position(ln: _Line, source_db: Column) -> tuple[Column, Column]:
@@ -215,10 +269,10 @@ def _position(ln: _Line, source_db: Column) -> tuple[Column, Column]:
     # MySQL: (binlog file number, position), `file:pos`
     file_given = ln.given(f"{_SM}.log_file")
     ln.require_text(f"{_SM}.log_file", f"{_SM}.binlog_file")
-    file_raw = F.when(file_given, F.variant_get(ln.v, f"{_SM}.log_file", "string")).otherwise(
-        F.variant_get(ln.v, f"{_SM}.binlog_file", "string"))
-    pos = F.when(ln.given(f"{_SM}.log_position"), ln.integer(f"{_SM}.log_position")).otherwise(
-        ln.integer(f"{_SM}.binlog_position"))
+    file_raw = ln.keep("file", F.when(file_given, ln.get(f"{_SM}.log_file", "string")).otherwise(
+        ln.get(f"{_SM}.binlog_file", "string")))
+    pos = ln.keep("file_pos", F.when(ln.given(f"{_SM}.log_position"), ln.integer(f"{_SM}.log_position")).otherwise(
+        ln.integer(f"{_SM}.binlog_position")))
     # printable ASCII, so Python's Unicode \d and \s in `_BIN_SUFFIX` mean what Java's do; at most 18 end digits
     ln.checks.append((source_db != "mysql") | (F.coalesce(file_raw, F.lit("")).rlike(r"^[\x20-\x7E]*$")
                                                & ~F.coalesce(file_raw, F.lit("")).rlike(r"[0-9]{19}\s*$")))
@@ -231,7 +285,7 @@ def _position(ln: _Line, source_db: Column) -> tuple[Column, Column]:
 
     # Oracle: (scn, rs_id hex parts, ssn), `scn=..,rs_id=..,ssn=..`
     scn, ssn = ln.integer(f"{_SM}.scn"), ln.integer(f"{_SM}.ssn")
-    rs = F.trim(F.coalesce(ln.text(f"{_SM}.rs_id"), F.lit("")))  # `.strip()`: real rs_ids are space-padded
+    rs = ln.keep("rs_id", F.trim(F.coalesce(ln.text(f"{_SM}.rs_id"), F.lit(""))))  # `.strip()`: real rs_ids are space-padded
     ln.checks.append((source_db != "oracle") | (rs == "") | rs.rlike(_RS_ID))
     rs_parts = F.transform(F.split(F.regexp_replace(rs, r"^0x", ""), r"\."),
                            lambda p: F.conv(p, 16, 10).cast("bigint"))
@@ -245,7 +299,7 @@ def _position(ln: _Line, source_db: Column) -> tuple[Column, Column]:
         F.lit(",ssn="), F.coalesce(ssn.cast("string"), F.lit("None"))))
 
     # PostgreSQL: (lsn as one number,), the lsn text
-    lsn = F.trim(F.coalesce(ln.text(f"{_SM}.lsn"), F.lit("")))
+    lsn = ln.keep("lsn", F.trim(F.coalesce(ln.text(f"{_SM}.lsn"), F.lit(""))))
     ln.checks.append((source_db != "postgresql") | (lsn == "") | ~lsn.contains("/") | lsn.rlike(_LSN))
     hi, lo = F.split(lsn, "/", 2)[0], F.split(lsn, "/", 2)[1]
     lsn_value = F.when(lsn.rlike(_LSN), F.conv(hi, 16, 10).cast("bigint") * F.lit(1 << 32)
