@@ -257,9 +257,8 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
                                                                               F.col("_payload_text")),
         "_cells": json_cells.cells(F.col("_tokens"), "timestamp"),
     }
-    for name, expr in cols.items():
-        df = df.withColumn(name, F.when(fast, expr).otherwise(F.col(name)) if name in df.columns
-                           else F.when(fast, expr))
+    df = df.withColumns({name: F.when(fast, expr).otherwise(F.col(name)) if name in df.columns else F.when(fast, expr)
+                         for name, expr in cols.items()})  # one projection: each one more is analysed anew
     df = df.withColumn(B.KIND, F.when(fast, F.lit(KIND_CHANGE)).otherwise(F.col(B.KIND)))  # last: `fast` reads it
     return df.drop("_v", "_payload_text", "_tokens", "_image", *ln.reads, *ln.kept)
 
