@@ -17,6 +17,7 @@ is timed with its inputs given (cached too), so its figure is its own. Sides:
 CPU is the JVM's and the Python workers' (benchmarks/baselines.CpuMeter), in µs per line.
 
 Usage: python benchmarks/jvm_decode_pieces.py [--changes 100000] [--files 10] [--work .bench] [--repeat 3]
+       [--sides lines_to_columns,decode_files_jvm]
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     bench.workload_args(p, 100_000, 10, "cache of generated data (shared with make bench)")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--sides", help="comma list of the sides to time (a side's name up to its first space)")
     args = p.parse_args(argv)
     root = bench.workload(Path(args.work), FORMAT, args.changes, args.tables, args.rows, args.seed, args.files)
     files = bench.input_files(root, FORMAT)
@@ -88,7 +90,10 @@ def main(argv: list[str] | None = None) -> None:
         "decode_files (Python)": decode_files(listed, get_adapter("datastream", {"stream": f"bench-{FORMAT}"})),
     }
     print(f"{FORMAT}: {rows:,} lines in {len(files)} files, load {os.getloadavg()[0]:.1f}", flush=True)
+    chosen = args.sides.split(",") if args.sides else None
     for name, frame in sides.items():
+        if chosen and name.split(" ")[0] not in chosen:
+            continue
         print(f"  {name:32s} {cpu_per_row(frame, rows, args.repeat):7.1f} CPU µs per line", flush=True)
 
 

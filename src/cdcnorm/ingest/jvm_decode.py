@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdcnorm.adapters.base import Adapter, JvmDecode, LineObservation
@@ -57,7 +58,9 @@ def decode_files_jvm(files: DataFrame, adapter: Adapter, jvm: JvmDecode) -> Data
     """Decode the listed files (`path`, `size`) with the adapter's Spark expressions where they hold, the Python
     decoder elsewhere: the same rows `decode_files` gives, in one narrow stage."""
     lines = files.mapInArrow(_LineCutter(adapter), line_schema())
-    return jvm.columns(lines).mapInArrow(_Finisher(adapter, jvm), decoded_schema())
+    decoded = jvm.columns(lines)  # the line's bytes go on to Python only where the Python decoder needs them
+    decoded = decoded.withColumn(LINE, F.when(F.col("_fallback"), F.col(LINE)))
+    return decoded.mapInArrow(_Finisher(adapter, jvm), decoded_schema())
 
 
 class _LineCutter:
