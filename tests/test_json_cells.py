@@ -536,3 +536,29 @@ def test_fold_groups_by_any_arrow_value():
     assert summaries.groups() == [["f", "1"], ["f", "2"]]
     assert summaries.vendor_types(["f", "1"]) == [("a", "json:date,int;digits=1;scale=0")]
     assert summaries.vendor_types(["f", "2"]) == [("a", "json:text")]
+
+
+def test_variant_text_widens_exactly_the_numbers_the_emitter_turns_to_strings(spark):
+    """`json_tokens.variant_text` flags and quotes a number exactly when `emit._variant_safe` turns the value
+    `loads_exact` reads into a string: at the edges of 38 digits and scale 38, with a sign, a point and leading
+    zeros (only tokens longer than 38 characters are read, so the edges are where that shortcut could err)."""
+    from cdcnorm.canonical.emit import _variant_safe
+    from cdcnorm.canonical.json_tokens import variant_text
+
+    numbers = []
+    for digits in (37, 38, 39, 40):
+        for sign in ("", "-"):
+            whole = "9" * digits
+            numbers += [sign + whole, sign + whole[:-1] + "." + whole[-1], sign + "0." + whole, sign + whole[:20] + "." +
+                        whole[20:], sign + "0." + "0" * (38 - digits % 3) + "1" * (digits % 3 + 1)]
+    numbers += ["0." + "0" * 37 + "1", "0." + "0" * 38 + "1", "1" + "0" * 37, "1" + "0" * 38, "-0.0"]
+    texts = [f'{{"n": {n}, "s": "x"}}' for n in numbers]
+    df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "i int, text string")
+    got = (df.select("i", flat_tokens("text", max_digits=None).alias("tokens"))
+           .select("i", *[c.alias(a) for c, a in zip(variant_text(F.col("tokens")), ("image", "widened"), strict=True)])
+           .orderBy("i").collect())
+    for n, text, row in zip(numbers, texts, got, strict=True):
+        flags: list[str] = []
+        expected = _variant_safe(loads_exact(text), flags)
+        assert row["widened"] == bool(flags), n
+        assert json.loads(row["image"])["n"] == (expected["n"] if flags else json.loads(text)["n"]), n
