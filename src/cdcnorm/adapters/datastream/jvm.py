@@ -69,7 +69,7 @@ class _Line:
         self._names: dict[tuple[str, str], str] = {}
         self._members: dict[str, set[str]] = {}  # top-level name -> the names read inside it (set: an object)
 
-    def _member(self, path: str) -> Column:
+    def member(self, path: str) -> Column:
         """The VARIANT of `$.name` or `$.name.inner` in `_e` (registered in the struct `from_json` reads)."""
         parts = path.removeprefix("$.").split(".")
         if len(parts) > 2 or not all(_NAME.fullmatch(n) for n in parts):
@@ -85,7 +85,7 @@ class _Line:
         name = self._names.get((path, type_))
         if name is None:
             name = self._names[(path, type_)] = f"_r{len(self._names)}"
-            member = self._member(path)
+            member = self.member(path)
             if type_ == "type":
                 read = F.schema_of_variant(member)
             elif type_ == _OBJECT_PROBE:
@@ -271,8 +271,10 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
         df = df.withColumn("_checks", F.array(*[F.coalesce(c, F.lit(False)) for c in ln.checks]))
     df = df.withColumn("_fallback", is_line & ~(F.col("_v").isNotNull() & exact))
     fast = is_line & ~F.col("_fallback")
-    df = df.withColumn("_image", F.when(fast, F.parse_json(F.when(widened, image_text)
-                                                           .otherwise(F.col("_payload_text")))))
+    # the payload as `from_json` read it is the image (the same VARIANT bytes as `parse_json` of its text), unless a
+    # number in it is beyond decimal(38): then the image is the text with those numbers as strings
+    df = df.withColumn("_image", F.when(fast, F.when(widened, F.parse_json(image_text))
+                                        .otherwise(ln.member("$.payload"))))
     cols = {
         "vendor": F.lit(SPEC.name), "format": F.lit(FMT_JSON), "stream": stream, "source_db": source_db,
         "database": database, "schema": schema_, "table": table, "op": op, "vendor_op": F.when(ln.given(
