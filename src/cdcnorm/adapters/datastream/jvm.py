@@ -53,7 +53,7 @@ _SM = "$.source_metadata"
 class _Line:
     """The members read from a line, and the exactness checks gathered while its columns are built.
 
-    A line is valid JSON when `try_parse_json` takes it (`_v`); its members are read from one `from_json` of the
+    A line is valid JSON when `try_parse_json` takes it (`_valid`: the VARIANT itself is not kept); its members are read from one `from_json` of the
     line into a struct of exactly the members the columns read (`_e`), each a VARIANT of its own: reading a member of
     the line's VARIANT looks its name up in the line's whole key dictionary, which cost more than the parse itself.
     Both take the last of duplicate keys, as the Python decoder's `loads_exact` does.
@@ -120,7 +120,7 @@ class _Line:
     def with_values(self, df: DataFrame) -> DataFrame:
         """`df` with the members read and the values kept: one projection per level of values that read others
         (each projection writes the whole row again: the line and its parsed VARIANT)."""
-        df = df.withColumn("_e", F.when(F.col("_v").isNotNull(), F.from_json(self.line, self.envelope())))
+        df = df.withColumn("_e", F.when(F.col("_valid"), F.from_json(self.line, self.envelope())))
         df = df.withColumns(self.reads)
         level: dict[str, int] = {}
         for name, value in self.kept.items():  # kept in order: a value reads only those kept before it
@@ -178,8 +178,8 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
     payload's values observed for the file's schema version)."""
     is_line = F.col(B.KIND) == KIND_LINE
     text = F.col(LINE).cast("string")
-    df = (df.withColumn("_v", F.when(is_line, F.try_parse_json(text)))
-          .withColumn("_payload_text", F.when(F.col("_v").isNotNull(), F.regexp_extract(text, _PAYLOAD, 1))))
+    df = (df.withColumn("_valid", is_line & F.try_parse_json(text).isNotNull())
+          .withColumn("_payload_text", F.when(F.col("_valid"), F.regexp_extract(text, _PAYLOAD, 1))))
     df = df.withColumn("_tokens", F.when(F.col("_payload_text") != "", json_cells.flat_tokens(F.col("_payload_text"), max_digits=None)))
     ln = _Line(text)
     ln.checks += [F.is_valid_utf8(text), F.col("_tokens").isNotNull(), F.regexp_count(text, F.lit(r'"payload"\s*:')) == 1,
@@ -269,7 +269,7 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
     df = ln.with_values(df)
     if explain:  # which exactness test each line failed (tests and diagnosis)
         df = df.withColumn("_checks", F.array(*[F.coalesce(c, F.lit(False)) for c in ln.checks]))
-    df = df.withColumn("_fallback", is_line & ~(F.col("_v").isNotNull() & exact))
+    df = df.withColumn("_fallback", is_line & ~(F.col("_valid") & exact))
     fast = is_line & ~F.col("_fallback")
     # the payload as `from_json` read it is the image (the same VARIANT bytes as `parse_json` of its text), unless a
     # number in it is beyond decimal(38): then the image is the text with those numbers as strings
@@ -293,7 +293,7 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
     df = df.withColumns({name: F.when(fast, expr).otherwise(F.col(name)) if name in df.columns else F.when(fast, expr)
                          for name, expr in cols.items()})  # one projection: each one more is analysed anew
     df = df.withColumn(B.KIND, F.when(fast, F.lit(KIND_CHANGE)).otherwise(F.col(B.KIND)))  # last: `fast` reads it
-    return df.drop("_v", "_e", "_payload_text", "_tokens", "_image", *ln.reads, *ln.kept)
+    return df.drop("_valid", "_e", "_payload_text", "_tokens", "_image", *ln.reads, *ln.kept)
 
 
 def _position(ln: _Line, source_db: Column) -> tuple[Column, Column]:
