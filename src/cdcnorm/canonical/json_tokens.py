@@ -58,8 +58,9 @@ def _fits_variant(token: Column) -> Column:
 def variant_text(tokens: Column) -> tuple[Column, Column]:
     """(JSON text, widened): the object of the tokens with every number beyond decimal(38) as its exact text,
     as `cdcnorm.canonical.emit` stores such numbers (flag `decimal_as_string`); widened says one was."""
-    # a token of at most 38 characters has at most 38 digits and a scale below 38: only longer ones are read
-    long_number = lambda t: (F.length(t["token"]) > 38) & t["token"].rlike(_NUMBER) & ~_fits_variant(t["token"])  # noqa: E731
+    def long_number(t: Column) -> Column:  # at most 38 characters: at most 38 digits and a scale below 38
+        return (F.length(t["token"]) > 38) & t["token"].rlike(_NUMBER) & ~_fits_variant(t["token"])
+
     widened = F.exists(tokens, long_number)
     rebuilt = F.concat(F.lit("{"), F.array_join(F.transform(tokens, lambda t: F.concat(
         F.lit('"'), t["key"], F.lit('":'),

@@ -11,9 +11,6 @@ members, BigQuery rows, damaged JSON) falls back; each test below names the Pyth
 
 from __future__ import annotations
 
-import functools
-import operator
-import re
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame
@@ -24,6 +21,7 @@ from cdcnorm.adapters.datastream.spec import SPEC
 from cdcnorm.canonical import json_cells, json_tokens, tuple_codec, tuple_expr
 from cdcnorm.canonical.emit import KIND_CHANGE, KIND_LINE, LINE
 from cdcnorm.canonical.emit import Bookkeeping as B
+from cdcnorm.canonical.json_members import JsonMembers
 
 if TYPE_CHECKING:
     from cdcnorm.adapters.base import LineObservation
@@ -43,100 +41,11 @@ _BIN_SUFFIX = r"([0-9]{1,18})\s*$"
 _OPS = {"INSERT": "INSERT", "CREATE": "INSERT", "READ": "INSERT", "UPDATE": "UPDATE", "UPDATE-INSERT": "UPDATE",
         "DELETE": "DELETE", "UPDATE-DELETE": "DELETE"}
 PAIR_SEP = "\x1f"
-_OBJECT_PROBE = "struct<`\x00`:int>"
-"""A struct type whose one field no JSON member is named: a member casts to it exactly when it is an object."""
-_KEPT_NAME = re.compile(r"_k_[a-z_]+")
-_NAME = re.compile(r"[a-z_]+")
 _SM = "$.source_metadata"
 
 
-class _Line:
-    """The members read from a line, and the exactness checks gathered while its columns are built.
-
-    A line is valid JSON when `try_parse_json` takes it (`_valid`: the VARIANT itself is not kept); its members are read from one `from_json` of the
-    line into a struct of exactly the members the columns read (`_e`), each a VARIANT of its own: reading a member of
-    the line's VARIANT looks its name up in the line's whole key dictionary, which cost more than the parse itself.
-    Both take the last of duplicate keys, as the Python decoder's `loads_exact` does.
-
-    Every member read (`get`) and every value kept (`keep`) is a named column computed once per row in an earlier
-    projection: the columns read them many times, and Spark would otherwise repeat their expressions in each."""
-
-    def __init__(self, line: Column):
-        self.line = line
-        self.checks: list[Column] = []
-        self.reads: dict[str, Column] = {}
-        self.kept: dict[str, Column] = {}
-        self._names: dict[tuple[str, str], str] = {}
-        self._members: dict[str, set[str]] = {}  # top-level name -> the names read inside it (set: an object)
-
-    def member(self, path: str) -> Column:
-        """The VARIANT of `$.name` or `$.name.inner` in `_e` (registered in the struct `from_json` reads)."""
-        parts = path.removeprefix("$.").split(".")
-        if len(parts) > 2 or not all(_NAME.fullmatch(n) for n in parts):
-            raise ValueError(f"a member path of one or two plain names, not {path!r}")
-        inner = self._members.setdefault(parts[0], set())
-        if len(parts) == 2:
-            inner.add(parts[1])
-        column = F.col("_e")[parts[0]]
-        return column[parts[1]] if len(parts) == 2 else column
-
-    def get(self, path: str, type_: str) -> Column:
-        """`variant_get(member, '$', type_)`, read once (`type`: the member's JSON type name)."""
-        name = self._names.get((path, type_))
-        if name is None:
-            name = self._names[(path, type_)] = f"_r{len(self._names)}"
-            member = self.member(path)
-            if type_ == "type":
-                read = F.schema_of_variant(member)
-            elif type_ == _OBJECT_PROBE:
-                read = F.try_variant_get(member, "$", type_)
-            else:
-                read = F.variant_get(member, "$", type_)
-            self.reads[name] = read
-        return F.col(name)
-
-    def is_object(self, path: str) -> Column:
-        """The member is a JSON object: it casts to a struct (of a field no JSON name has), with no copy of it and no
-        type name built (`schema_of_variant` writes out every member's type)."""
-        return self.get(path, _OBJECT_PROBE).isNotNull()
-
-    def is_struct(self, path: str) -> Column:
-        """The member is a JSON object whose members are read (`$.name.inner`): `from_json` read it as a struct,
-        NULL when absent, null or not an object."""
-        self._members.setdefault(path.removeprefix("$."), set())
-        return F.col("_e")[path.removeprefix("$.")].isNotNull()
-
-    def envelope(self) -> str:
-        """The struct type `from_json` reads: every member read, objects read inside as structs of VARIANTs."""
-        fields = [f"`{n}`: struct<{', '.join(f'`{i}`: variant' for i in sorted(inner))}>" if inner else f"`{n}`: variant"
-                  for n, inner in sorted(self._members.items())]
-        return f"struct<{', '.join(fields)}>"
-
-    def keep(self, name: str, value: Column) -> Column:
-        """`value` computed once, after the members are read (as `_k_<name>`)."""
-        self.kept[f"_k_{name}"] = value
-        return F.col(f"_k_{name}")
-
-    def with_values(self, df: DataFrame) -> DataFrame:
-        """`df` with the members read and the values kept: one projection per level of values that read others
-        (each projection writes the whole row again: the line and its parsed VARIANT)."""
-        df = df.withColumn("_e", F.when(F.col("_valid"), F.from_json(self.line, self.envelope())))
-        df = df.withColumns(self.reads)
-        level: dict[str, int] = {}
-        for name, value in self.kept.items():  # kept in order: a value reads only those kept before it
-            level[name] = 1 + max((level[n] for n in _KEPT_NAME.findall(str(value)) if n in level), default=0)
-        for depth in sorted(set(level.values())):
-            df = df.withColumns({n: self.kept[n] for n, d in level.items() if d == depth})
-        return df
-
-    def typ(self, path: str) -> Column:
-        """The JSON type of a member (`STRING`, `BIGINT`, `VOID` for null, `OBJECT<...>`); NULL when absent."""
-        return self.get(path, "type")
-
-    def given(self, path: str) -> Column:
-        """The member is present and not JSON null (Python's `is not None`)."""
-        t = self.typ(path)
-        return t.isNotNull() & (t != "VOID")
+class _Line(JsonMembers):
+    """The members of a Datastream line, read as `source_metadata`'s accessors read them (`events`)."""
 
     def text(self, path: str, numbers: bool = False) -> Column:
         """`source_metadata.text()`: a string as itself, absent/null/"" as NULL (with `numbers`, an integer as
@@ -181,7 +90,7 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
     df = (df.withColumn("_valid", is_line & F.try_parse_json(text).isNotNull())
           .withColumn("_payload_text", F.when(F.col("_valid"), F.regexp_extract(text, _PAYLOAD, 1))))
     df = df.withColumn("_tokens", F.when(F.col("_payload_text") != "", json_cells.flat_tokens(F.col("_payload_text"), max_digits=None)))
-    ln = _Line(text)
+    ln = _Line(text, F.col("_valid"))
     ln.checks += [F.is_valid_utf8(text), F.col("_tokens").isNotNull(), F.regexp_count(text, F.lit(r'"payload"\s*:')) == 1,
                   ln.is_object("$.payload"), ln.is_struct(_SM), ~ln.given(f"{_SM}.collection"),
                   F.coalesce(ln.get("$.kind", "string"), F.lit("")) != "storage#object"]
@@ -264,8 +173,7 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
     image_text, widened = json_tokens.variant_text(F.col("_tokens"))
     widened = ln.keep("widened", widened)
     image = F.col("_image")
-    exact = F.coalesce(functools.reduce(operator.and_, ln.checks), F.lit(False))  # not a lambda: Spark runs those
-    # interpreted, row by row
+    exact = ln.exact()
     df = ln.with_values(df)
     if explain:  # which exactness test each line failed (tests and diagnosis)
         df = df.withColumn("_checks", F.array(*[F.coalesce(c, F.lit(False)) for c in ln.checks]))
@@ -293,7 +201,7 @@ def lines_to_columns(df: DataFrame, stream_option: str | None, explain: bool = F
     df = df.withColumns({name: F.when(fast, expr).otherwise(F.col(name)) if name in df.columns else F.when(fast, expr)
                          for name, expr in cols.items()})  # one projection: each one more is analysed anew
     df = df.withColumn(B.KIND, F.when(fast, F.lit(KIND_CHANGE)).otherwise(F.col(B.KIND)))  # last: `fast` reads it
-    return df.drop("_valid", "_e", "_payload_text", "_tokens", "_image", *ln.reads, *ln.kept)
+    return df.drop("_valid", "_payload_text", "_tokens", "_image", *ln.columns())
 
 
 def _position(ln: _Line, source_db: Column) -> tuple[Column, Column]:
