@@ -1,12 +1,14 @@
 """The floor of a continuous-mode micro-batch: a ladder of `availableNow` queries from the minimal one (the
 baseline, L0) to cdcnorm's follow micro-batch, each rung's CPU and wall as a ratio to L0's.
 
-Why: the target is a 1 k-event micro-batch at most 2x a minimal `availableNow` query (`readStream` of the same
-files -> `foreachBatch` writing Parquet), CPU and wall. The requirements also fix how a micro-batch must work: a
-stream of file *paths* (the executors open the files), the vendor adapter's decode in Python, a commit through the
-Delta protocol with (query id, batch id) as the Delta transaction. Each rung below adds one of those requirements
-to the rung before it, so the ladder says what the requirements cost by themselves (the least any implementation
-meeting them must do) and what is left for cdcnorm's own work (duplicate check, pairing, report, several tables):
+Why: a micro-batch's requirements fix how it must work: a stream of file *paths* (the executors open the files),
+the vendor adapter's decode, a commit through the Delta protocol with (query id, batch id) as the Delta
+transaction. Each rung below adds one of those requirements to the rung before it, so the ladder says what the
+requirements cost by themselves (the least any implementation meeting them must do) and what is left for cdcnorm's
+own work (duplicate check, pairing, report, several tables). The target: a 1 k-event follow micro-batch on the
+Spark-expression decode (L4s) at most 1.5x the rung that does only what the requirements ask on that decode (L3s),
+CPU and wall; L0, a minimal `availableNow` query of the same files writing Parquet, stays as the bottom of the
+ladder.
 
 - L0 minimal: `readStream.text` of the folder -> `foreachBatch` writing the batch to Parquet (`follow_batch.py`).
 - L1 paths: the `cdcnorm_paths` stream of paths -> `foreachBatch`: the batch's paths read from the offset log as the
@@ -16,6 +18,10 @@ meeting them must do) and what is left for cdcnorm's own work (duplicate check, 
 - L3 delta: L2 written as the data files of a Delta table (`cdcnorm.lake.delta.files.write_files`) and committed through
   delta-rs in one transaction with (query id, batch id) as its app transaction, skipped if already committed.
 - L4 follow: the real follow micro-batch (`cdcnorm.streaming.follow.follow` into a fresh lake, `follow_batch.py`).
+- L2s, L3s, L4s: L2, L3 and L4 with the Spark-expression decode (`decode_path: jvm`,
+  `cdcnorm.ingest.jvm_decode.decode_files_jvm`) instead of the Python decode. L3s (paths source, Spark decode, one
+  Delta commit with the batch's app transaction) is the floor a follow micro-batch on that decode is measured
+  against: L4s / L3s, target at most 1.5x.
 - L1j, L3j (side rungs): L1 and L3 with Spark's own file source (`binaryFile`, only the `path` column) as the stream
   of paths instead of the Python source: what the Python source's planner process costs a query.
 
@@ -43,9 +49,14 @@ from typing import Any
 import bench
 import follow_batch
 
-RUNGS = ("L0 minimal", "L1 paths", "L2 decode", "L3 delta", "L4 follow", "L1j paths, JVM source",
+RUNGS = ("L0 minimal", "L1 paths", "L2 decode", "L3 delta", "L4 follow", "L2s decode in Spark",
+         "L3s delta, decode in Spark", "L4s follow, decode in Spark", "L1j paths, JVM source",
          "L3j delta, JVM source")
-"""The ladder, then two side rungs: L1 and L3 with Spark's file source as the stream of paths (`_paths_query`)."""
+"""The ladder, the same three rungs with the Spark-expression decode (`decode_path: jvm`), then two side rungs: L1
+and L3 with Spark's file source as the stream of paths (`_paths_query`)."""
+FLOOR, FOLLOW = "L3s delta, decode in Spark", "L4s follow, decode in Spark"
+FOLLOW_TARGET = 1.5
+"""A follow micro-batch on the Spark decode costs at most this many times the floor rung (CPU and wall, floors)."""
 BINARY_FILE = "path string, modificationTime timestamp, length long, content binary"
 _MARKS: list[tuple[str, float]] = []
 
@@ -88,20 +99,23 @@ def _paths_query(spark, folder: str, work: str, body: Callable[[list[str], int, 
     q.awaitTermination()
 
 
-def _decode_and_write(spark, paths: list[str], write: Callable[[Any], Any]) -> Any:
+def _decode_and_write(spark, paths: list[str], write: Callable[[Any], Any], decode_path: str = "python") -> Any:
     """`write(decoded)` of the Datastream adapter's decoded rows of `paths`, planned as `normalize` plans its
-    staging (the files' frame, the first pass and the decode, as a small run)."""
+    staging (the files' frame, the first pass and the decode on `decode_path`, as a small run)."""
     from cdcnorm.adapters import get_adapter
     from cdcnorm.ingest.first_pass import first_pass
+    from cdcnorm.ingest.jvm_decode import decode_files_jvm
     from cdcnorm.ingest.sources import decode_files, files_frame
     from cdcnorm.runtime.fs import FileEntry
     from cdcnorm.runtime.small_runs import planned_for
 
     files = [FileEntry(p, os.path.getsize(p)) for p in paths]
-    adapter = get_adapter("datastream", {"stream": f"bench-{follow_batch.VF}"})
+    adapter = get_adapter("datastream", {"stream": f"bench-{follow_batch.VF}", "decode_path": decode_path})
     with planned_for(spark, sum(f.size for f in files)):
         frame = files_frame(spark, files)
-        return write(decode_files(frame, adapter.prepare(first_pass(adapter, frame, "files", None))))
+        adapter = adapter.prepare(first_pass(adapter, frame, "files", None))
+        jvm = adapter.jvm_decode()
+        return write(decode_files_jvm(frame, adapter, jvm) if jvm is not None else decode_files(frame, adapter))
 
 
 def paths_text(spark, folder: str, out: str, jvm: bool = False) -> None:
@@ -113,10 +127,10 @@ def paths_text(spark, folder: str, out: str, jvm: bool = False) -> None:
     _paths_query(spark, folder, out + "-q", body, jvm)
 
 
-def paths_decode(spark, folder: str, out: str) -> None:
+def paths_decode(spark, folder: str, out: str, decode_path: str = "python") -> None:
     """L2: the stream of paths; the files decoded by the Datastream adapter and written to Parquet."""
     def body(paths: list[str], batch_id: int, _qid: str) -> None:
-        _decode_and_write(spark, paths, lambda decoded: decoded.write.parquet(f"{out}/batch={batch_id}"))
+        _decode_and_write(spark, paths, lambda decoded: decoded.write.parquet(f"{out}/batch={batch_id}"), decode_path)
         mark("written")
 
     _paths_query(spark, folder, out + "-q", body)
@@ -134,7 +148,7 @@ def delta_table(spark, out: str):
     return ref
 
 
-def paths_decode_delta(spark, folder: str, out: str, jvm: bool = False) -> None:
+def paths_decode_delta(spark, folder: str, out: str, jvm: bool = False, decode_path: str = "python") -> None:
     """L3: L2 written as the Delta table's data files and committed once, (query id, batch id) as the transaction."""
     from cdcnorm.lake.delta.files import write_files
 
@@ -145,7 +159,8 @@ def paths_decode_delta(spark, folder: str, out: str, jvm: bool = False) -> None:
         done = ref.txn_version(app)
         if done is not None and done >= batch_id:
             return
-        adds = _decode_and_write(spark, paths, lambda decoded: write_files(decoded, ref, f"floor-{qid}-{batch_id}"))
+        adds = _decode_and_write(spark, paths, lambda decoded: write_files(decoded, ref, f"floor-{qid}-{batch_id}"),
+                                 decode_path)
         mark("written")
         ref.commit(adds, txns=[(app, batch_id)])
         mark("committed")
@@ -172,7 +187,8 @@ def jobs_since(spark, first: int) -> list[tuple[str, float]]:
 def one_round(spark, rung: str, folder: str, target: str) -> dict[str, Any]:
     """Run one rung into the fresh `target`; its figures."""
     res: dict[str, Any] = {"side": rung, "load": os.getloadavg()[0]}
-    if rung == "L4 follow":
+    decode_path = "jvm" if rung.split()[0].endswith("s") else "python"
+    if rung.startswith("L4"):
         from cdcnorm.lake.commit import open_lake
         from cdcnorm.lake.store import Lake
         from cdcnorm.streaming.follow import follow
@@ -180,23 +196,23 @@ def one_round(spark, rung: str, folder: str, target: str) -> dict[str, Any]:
         open_lake(spark, target, create=True)  # creating the lake's tables is not the micro-batch's cost
         fn: Callable[[], Any] = lambda: follow(  # noqa: E731 - follow_batch.follow_query, with its progress noted
             [folder], "datastream", target, spark=spark, settle_seconds=0,
-            options={"stream": f"bench-{follow_batch.VF}"}, progress=mark)
+            options={"stream": f"bench-{follow_batch.VF}", "decode_path": decode_path}, progress=mark)
     elif rung == "L0 minimal":
         fn = lambda: follow_batch.minimal_query(spark, folder, target, target + "-ck")  # noqa: E731
     elif rung.startswith("L3"):
         delta_table(spark, target)  # likewise the table's creation
-        fn = lambda: paths_decode_delta(spark, folder, target, jvm=rung.startswith("L3j"))  # noqa: E731
+        fn = lambda: paths_decode_delta(spark, folder, target, rung.startswith("L3j"), decode_path)  # noqa: E731
     elif rung.startswith("L1"):
         fn = lambda: paths_text(spark, folder, target, jvm=rung.startswith("L1j"))  # noqa: E731
     else:
-        fn = lambda: paths_decode(spark, folder, target)  # noqa: E731
+        fn = lambda: paths_decode(spark, folder, target, decode_path)  # noqa: E731
     first = spark.sparkContext._jsc.sc().dagScheduler().nextJobId()
     _MARKS.clear()
     t0 = time.perf_counter()
     got = bench.measured(res, "batch", fn)
     res["marks"] = [(name, t - t0) for name, t in [*_MARKS, ("query ended", time.perf_counter())]]
     res["jobs"] = jobs_since(spark, first)
-    if rung == "L4 follow":
+    if rung.startswith("L4"):
         assert [b.status for b in got] == ["committed"], got
         res["records"] = got[0].records
         res["commits"] = sum(t.version() for t in Lake(spark, target).tables.values())
@@ -261,8 +277,8 @@ def main(argv: list[str] | None = None) -> int:
                   for rung in (RUNGS if i % 2 == 0 else RUNGS[::-1])]
         counts = {r["side"]: r.get("records", r.get("rows")) for r in rounds}
         by = {rung.split()[0]: n for rung, n in counts.items()}
-        assert by["L0"] == by["L1"] == by["L1j"] == by["L4"], counts  # the same records
-        assert by["L2"] == by["L3"] == by["L3j"], counts  # the same decoded rows
+        assert by["L0"] == by["L1"] == by["L1j"] == by["L4"] == by["L4s"], counts  # the same records
+        assert by["L2"] == by["L3"] == by["L3j"] == by["L2s"] == by["L3s"], counts  # the same decoded rows
         loads.append(os.getloadavg())
         print(f"  {'warm ' if warm else 'timed'} {i:2d}: " + "; ".join(
             f"{r['side'].split()[0]} {r['batch_s']:.2f} s {r['batch_cpu']:.2f} CPU s {len(r['jobs'])} jobs"
@@ -271,13 +287,19 @@ def main(argv: list[str] | None = None) -> int:
             timed += rounds
     rows_ = summary(timed)
     print(table(rows_), flush=True)
+    by_rung = {r["rung"]: r for r in rows_}
+    target = {f"{m}_{k}": by_rung[FOLLOW][f"batch_{k}_{m}"] / by_rung[FLOOR][f"batch_{k}_{m}"]
+              for k in ("cpu", "s") for m in ("min", "median")}
+    print(f"  {FOLLOW} / {FLOOR}: floor {target['min_cpu']:.2f}x CPU, {target['min_s']:.2f}x wall (medians "
+          f"{target['median_cpu']:.2f}x / {target['median_s']:.2f}x); target <= {FOLLOW_TARGET}x: "
+          f"{'met' if max(target['min_cpu'], target['min_s']) <= FOLLOW_TARGET else 'missed'}", flush=True)
     for r in rows_:
         print(f"  {r['rung']}: median CPU by process {({k: round(v, 2) for k, v in r['cpu_by_process_median'].items()})}"
               "; median seconds from the start to: " + ", ".join(f"{k} {v:.2f}" for k, v in r["marks_median"].items()))
     last = {r["side"]: r["jobs"] for r in timed[-len(RUNGS):]}
     for rung in RUNGS[3:]:
         print(f"  {rung} jobs (last round): " + ", ".join(f"{n[:60]!r} {s:.2f} s" for n, s in last[rung]))
-    out = {"args": vars(args), "loads": loads, "rungs": rows_, "rounds": timed}
+    out = {"args": vars(args), "loads": loads, "rungs": rows_, "follow_over_floor": target, "rounds": timed}
     print(f"results: {bench.save_results(work, 'follow-floor-', out)}")
     spark.stop()
     return 0

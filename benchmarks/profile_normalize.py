@@ -3,9 +3,11 @@ kind (from `/proc/<jvm>/task/*/stat`: executor tasks, JIT compilers, GC), next t
 (driver, JVM, Python workers). A profile, not a ratio: no baseline is run.
 
 After `bench.py`'s warm-up, each round normalizes the workload into a fresh lake and prints its figures; the
-later rounds show a warmer JVM (the JIT compiles Spark's own code over the first runs).
+later rounds show a warmer JVM (the JIT compiles Spark's own code over the first runs), and how many classes of
+generated code each round compiled (none after the first when Spark's code cache holds a run's classes).
 
 Usage: python benchmarks/profile_normalize.py [--changes 200000] [--formats datastream-json] [--rounds 2]
+       [--conf spark.sql.codegen.cache.maxEntries=100]
 Figures in docs/benchmarks.md ("What limits it").
 """
 
@@ -44,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.workload_args(p, 200_000, 10, "generated data and scratch lakes")
     p.set_defaults(formats="datastream-json")
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting of the session (repeatable), e.g. spark.sql.codegen.cache.maxEntries=100")
     args = bench.parse_workload(p, argv)
     vf = args.formats.split(",")[0]
     from cdcnorm.runtime.session import get_spark
@@ -52,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     root = bench.workload(work, vf, args.changes, args.tables, args.rows, args.seed, args.files)
     files = bench.input_files(root, vf)
     spark = get_spark("local[*]", app_name="cdcnorm-profile", quiet=True,
-                      conf={"spark.driver.memory": "4g", "spark.ui.enabled": "true"})
+                      conf={"spark.driver.memory": "4g", "spark.ui.enabled": "true",
+                            **dict(kv.split("=", 1) for kv in args.conf)})
+    compiled = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
     ui, app = spark.sparkContext.uiWebUrl, spark.sparkContext.applicationId
 
     def stages() -> list[dict]:
@@ -64,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     bench.warm_up(spark, vf, root, files, scratch)
     for i in range(args.rounds):
         seen, before, res = {s["stageId"] for s in stages()}, _threads(pid), {}
+        classes = compiled.getCount()
         bench.measured(res, "n", lambda: bench.normalize(spark, vf, root, files, str(scratch / "lake")))
         by_kind: collections.Counter = collections.Counter()
         for task, (kind, cpu) in _threads(pid).items():
@@ -71,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         new = sorted((s for s in stages() if s["stageId"] not in seen and s["status"] == "COMPLETE"),
                      key=lambda s: s["stageId"])
         print(f"round {i}: {res['n_s']:.1f} s, {res['n_cpu']:.1f} CPU s ({bench._fmt(res['n_cpu_by_process'])}); "
-              f"executor CPU {sum(s['executorCpuTime'] for s in new) / 1e9:.1f} s in {len(new)} stages; JVM "
+              f"executor CPU {sum(s['executorCpuTime'] for s in new) / 1e9:.1f} s in {len(new)} stages; "
+              f"{compiled.getCount() - classes} classes of generated code compiled; JVM "
               f"threads: {', '.join(f'{k} {v:.1f}' for k, v in by_kind.most_common(6))}", flush=True)
         for s in new:
             print(f"  stage {s['stageId']:4d}: CPU {s['executorCpuTime'] / 1e9:6.2f} s, {s['numTasks']:3d} tasks, "

@@ -69,12 +69,14 @@ def _exchanges(plan: str) -> list[str]:
 
 
 def test_the_id_hash_check_shuffles_the_rows_of_its_suspects_only(spark):
-    """By id hashes, the rows' columns are shuffled only below the suspects' semi join (their exact check); the
-    exact check shuffles every row by its event id."""
+    """By id hashes, the rows' columns are shuffled only below the suspects' semi join (their exact check), and the
+    suspects (id hashes, computed once in a job of their own) are read from their checkpoint; the exact check shuffles
+    every row by its event id."""
     df, existing = _rows(spark)
 
-    by_ids = _exchanges(mark_duplicates(df, existing, by_ids=True)._jdf.queryExecution().executedPlan().toString())
-    assert any("hashpartitioning(_h" in e.splitlines()[0] for e in by_ids)
+    plan = mark_duplicates(df, existing, by_ids=True)._jdf.queryExecution().executedPlan().toString()
+    by_ids = _exchanges(plan)
+    assert "Scan ExistingRDD[_h" in plan and not any("hashpartitioning(_h" in e.splitlines()[0] for e in by_ids)
     by_event_id = [e for e in by_ids if "hashpartitioning(event_id" in e.splitlines()[0]]
     assert by_event_id and all("LeftSemi" in e for e in by_event_id)
     exact = _exchanges(mark_duplicates(df, existing)._jdf.queryExecution().executedPlan().toString())

@@ -70,7 +70,7 @@ from cdcnorm.lake.dedup import (
 from cdcnorm.lake.ledger import known as known_inputs
 from cdcnorm.lake.ledger import rows as ledger_rows
 from cdcnorm.lake.store import Lake, new_run_id
-from cdcnorm.lake.tables import STAGING, source_day
+from cdcnorm.lake.tables import STAGING, STAGING_PARQUET, source_day
 from cdcnorm.runtime.fs import FileEntry, is_local, list_files, open_input
 from cdcnorm.runtime.session import get_spark, use_portable_parquet
 from cdcnorm.runtime.small_runs import planned_for
@@ -370,7 +370,7 @@ def _stage(decoded: DataFrame, lake: Lake | None, run_id: str, adapter: Adapter,
                     *dayless_capture(dayless),
                     F.max(change & F.coalesce(waiting, F.lit(False))).alias("waiting"),
                     F.collect_set(F.col(B.KIND)).alias("kinds"), F.count_if(change).alias("changes"),
-                    *pairs, *hits).write.parquet(path)
+                    *pairs, *hits).write.options(**STAGING_PARQUET).parquet(path)
     facts = seen.get
     days = {(d["vendor"], d[1]) for d in facts["days"] or []}
     span = capture_span(facts)

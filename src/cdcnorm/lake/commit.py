@@ -87,7 +87,8 @@ def stage(lk: Lake, run_id: str, frames: dict[str, DataFrame | pa.Table | None])
         if isinstance(frame, pa.Table):  # rows the driver holds (metadata): one file, no Spark job
             adds[name] = write_arrow(lk.spark, frame, lk.table(name), f"run={run_id}", spec.stats)
         else:
-            adds[name] = write_files(frame, lk.table(name), f"run={run_id}", spec.stats, spec.sort_by)
+            adds[name] = write_files(frame, lk.table(name), f"run={run_id}", spec.stats, spec.sort_by,
+                                     plain_columns=spec.plain)
     crash_point("written")
     return adds
 
@@ -202,7 +203,7 @@ def _recheck(lk: Lake, p: Pending, handle) -> bool:
     attempt = f"run={p.run_id}.{secrets.token_hex(3)}"
     spec = lk.specs["changes"]
     kept = mine_rows.join(other_ids, "event_id", "left_anti")
-    new_adds = write_files(kept, table, attempt, spec.stats, spec.sort_by)
+    new_adds = write_files(kept, table, attempt, spec.stats, spec.sort_by, plain_columns=spec.plain)
     p.adds["changes"] = [add_dict(a) for a in new_adds]
     p.attempts.append(attempt)
     p.read_version = handle.version()

@@ -146,7 +146,8 @@ def mark_duplicates(changes: DataFrame, existing: DataFrame | None, by_ids: bool
     or among the lake's ids, normally none), which are broadcast; only the suspects' rows go through the exact
     check, every other row is marked where it is. The plain check shuffles and sorts the full rows, twice a run
     (report and write): at 1 M changes the hashes' way costs about a tenth less CPU (docs/benchmarks.md, "Marking
-    duplicates by id hashes")."""
+    duplicates by id hashes"). The suspects are computed once (a local checkpoint: a job of their own), not
+    again by each of the run's two actions over the marked rows (its figures and its write)."""
     if not by_ids:
         return _marked_exactly(changes, existing)
     hashed = changes.withColumn("_h", F.xxhash64("event_id"))
@@ -155,6 +156,8 @@ def mark_duplicates(changes: DataFrame, existing: DataFrame | None, by_ids: bool
     if existing is not None:
         known = existing.select(F.xxhash64("event_id").alias("_h"))
         suspects = suspects.unionByName(ids.join(known, "_h", "left_semi")).distinct()
+    suspects = suspects.localCheckpoint()
+    if existing is not None:
         existing = existing.join(F.broadcast(suspects), F.xxhash64("event_id") == F.col("_h"), "left_semi")
     clear = hashed.join(F.broadcast(suspects), "_h", "left_anti").withColumn("_dup", F.lit(False))
     doubtful = _marked_exactly(hashed.join(F.broadcast(suspects), "_h", "left_semi"), existing)

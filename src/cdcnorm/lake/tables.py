@@ -19,6 +19,9 @@ from cdcnorm.canonical.schema import canonical_schema, quarantine_schema, schema
 SOURCE_DAY = "source_day"
 STAGING = "_staging"
 """LAKE/_staging/<run_id>/: a normalize run's decoded rows, deleted when the run ends."""
+STAGING_PARQUET = {"parquet.enable.dictionary": "false"}
+"""How the staged rows are written: without the dictionaries Parquet would try on every column chunk and give up on
+for the ids, keys and images, nearly all distinct (docs/benchmarks.md, "Parquet dictionaries")."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,9 @@ class TableSpec:
     partition_by: tuple[str, ...] = ()
     stats: tuple[str, ...] = ()
     sort_by: tuple[str, ...] = ()
+    plain: tuple[str, ...] = ()
+    """columns (Parquet paths) whose values are nearly all distinct: written without a dictionary, which Parquet
+    would build for every column chunk and then give up on (docs/benchmarks.md, "Parquet dictionaries")"""
 
 
 def runs_schema() -> StructType:
@@ -80,7 +86,9 @@ def specs() -> dict[str, TableSpec]:
         "changes": TableSpec("changes", changes, ("vendor", SOURCE_DAY),
                              stats=("stream", "database", "schema", "table", "op", "source_ts", "capture_ts",
                                     "event_id", "supersedes"),
-                             sort_by=("stream", "table", "event_id")),
+                             sort_by=("stream", "table", "event_id"),
+                             plain=("event_id", "sort_key", "before.value", "after.value", "source_ts", "capture_ts",
+                                    "origin.offset", "origin.index")),
         "inputs": TableSpec("inputs", inputs_schema(), stats=("uri", "run_id")),
         "runs": TableSpec("runs", runs_schema(), stats=("run_id", "vendor", "finished_at")),
     }

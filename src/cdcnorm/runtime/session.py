@@ -30,6 +30,11 @@ _DEFAULTS = {
     # per DataFrame function call (about 40 % of the JVM calls of an apply, whose plans are wide expressions);
     # errors keep the JVM's own context.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
+    # A normalize run with generated code compiles about 130 classes, past Spark's default cache of 100: a second
+    # run in the same JVM (an API caller's next run, a follow micro-batch over more than a small run's input)
+    # evicted and compiled them all again, and the JIT compiled the new classes again (docs/benchmarks.md,
+    # "Generated code across runs").
+    "spark.sql.codegen.cache.maxEntries": "1000",
 }
 
 PORTABLE_PARQUET = {

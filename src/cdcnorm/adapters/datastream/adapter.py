@@ -302,7 +302,9 @@ class DatastreamAdapter(Adapter):
         an UPDATE-DELETE without its partner stays a DELETE of the old key, flagged `orphan_half`."""
         roles = (changes.where(F.col(B.PAIR).isNotNull()).groupBy(F.col(B.PAIR).alias("_kc_pair"))
                  .agg(F.max(F.col(B.PAIR_ROLE) == "delete").alias("_kc"),
-                      (F.size(F.collect_set(B.PAIR_ROLE)) > 1).alias("_kc_both")))
+                      # both roles seen (min and max differ): a plain aggregation, where collect_set needs an
+                      # object one
+                      (F.min(B.PAIR_ROLE) != F.max(B.PAIR_ROLE)).alias("_kc_both")))
         joined = changes.join(roles, F.col(B.PAIR) == F.col("_kc_pair"), "left")
         is_insert_half = (F.col(B.PAIR_ROLE) == "insert") & F.coalesce(F.col("_kc"), F.lit(False))
         lone = (F.col(B.PAIR_ROLE) == "delete") & ~F.coalesce(F.col("_kc_both"), F.lit(False))

@@ -120,7 +120,8 @@ def compact_table(lk: Lake, name: str, work: TableWork, small: int, target: int)
     frame = read_files(lk.spark, ref, [f["uri"] for f in chosen])
     frame = frame.repartition(*ref.partition_by) if ref.partition_by else frame.repartition(1)
     per_file = max(1, math.ceil(rows * target / max(size, 1)))
-    written = write_files(frame, ref, f"{COMPACT_PREFIX}{new_run_id()}", spec.stats, spec.sort_by, per_file)
+    written = write_files(frame, ref, f"{COMPACT_PREFIX}{new_run_id()}", spec.stats, spec.sort_by, per_file,
+                          spec.plain)
     if sum(int(orjson.loads(a.stats)["numRecords"]) for a in written) != rows:
         raise LakeError(f"Compaction of {ref.uri} wrote a different number of rows than it read; nothing was "
                         "committed (the written files are unreferenced and will be vacuumed).")

@@ -32,8 +32,10 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 
 def write_files(df: DataFrame, table: DeltaTableRef, prefix: str, stats_columns: Sequence[str] = (),
-                sort_by: Sequence[str] = (), max_records_per_file: int | None = None) -> list[AddAction]:
-    """Write `df` (the table's columns) under `<table>/<prefix>/` and return one add action per written file."""
+                sort_by: Sequence[str] = (), max_records_per_file: int | None = None,
+                plain_columns: Sequence[str] = ()) -> list[AddAction]:
+    """Write `df` (the table's columns) under `<table>/<prefix>/` and return one add action per written file;
+    `plain_columns` (Parquet column paths) are written without a dictionary."""
     names = [f.name for f in table.schema.fields]
     # Rebalance: adaptive execution merges small partitions and splits large ones towards its advisory size, so
     # a small run writes one file per partition value instead of one per task, and a large one sizeable files.
@@ -42,6 +44,8 @@ def write_files(df: DataFrame, table: DeltaTableRef, prefix: str, stats_columns:
         out = out.sortWithinPartitions(*[F.col(f"`{c}`") for c in (*table.partition_by, *sort_by)])
     target = f"{table.uri}/{prefix}"
     writer = out.write.mode("error")
+    for column in plain_columns:
+        writer = writer.option(f"parquet.enable.dictionary#{column}", "false")
     if max_records_per_file:
         writer = writer.option("maxRecordsPerFile", int(max_records_per_file))
     if table.partition_by:
