@@ -7,7 +7,8 @@ the latency from a file landing to its rows committed.
      the files and commits them to a fresh lake (created before the clock starts) exactly once;
    - the minimal query: `readStream.text` of the same folder -> `foreachBatch` writing the batch to Parquet.
    Each is timed `--repeat` times (wall and CPU of this process, the JVM and the Python workers); the floor
-   (fastest repetition) and the median are reported as ratios. Target: follow / minimal <= 2x, CPU and wall.
+   (fastest repetition) and the median are reported as ratios (reported, no target: the target of a micro-batch
+   is stated against the floor rung of `follow_floor.py`, which does what the requirements ask and no more).
 2. Latency. The feeder (cdcnorm.simulate.feed) lands `--latency-files` files of a larger Datastream JSON history
    one every `--interval` seconds while a follow query runs with a `--trigger`-second trigger and no settle
    time; per file, latency = the end of the micro-batch that committed it (the lake holds its rows) - the
@@ -41,7 +42,6 @@ from typing import Any
 import baselines
 import bench
 
-TARGET = 2.0
 VF = "datastream-json"
 
 
@@ -107,10 +107,9 @@ def cost(spark, args: argparse.Namespace, work: Path) -> dict[str, Any]:
         res[f"floor_ratio_{kind}"] = min(f) / min(m)
         res[f"median_ratio_{kind}"] = statistics.median(f) / statistics.median(m)
         res[f"follow_floor_{kind}"], res[f"minimal_floor_{kind}"] = min(f), min(m)
-    res["met"] = res["floor_ratio_s"] <= TARGET and res["floor_ratio_cpu"] <= TARGET
     print(f"  {res['records']} records in {len(files)} files: follow / minimal floor {res['floor_ratio_cpu']:.2f}x "
           f"CPU, {res['floor_ratio_s']:.2f}x wall (median {res['median_ratio_cpu']:.2f}x, "
-          f"{res['median_ratio_s']:.2f}x; target <= {TARGET}x): {'met' if res['met'] else 'MISSED'}", flush=True)
+          f"{res['median_ratio_s']:.2f}x; the target is follow_floor.py's)", flush=True)
     return res
 
 
