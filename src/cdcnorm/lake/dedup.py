@@ -147,7 +147,9 @@ def mark_duplicates(changes: DataFrame, existing: DataFrame | None, by_ids: bool
     check, every other row is marked where it is. The plain check shuffles and sorts the full rows, twice a run
     (report and write): at 1 M changes the hashes' way costs about a tenth less CPU (docs/benchmarks.md, "Marking
     duplicates by id hashes"). The suspects are computed once (a local checkpoint: a job of their own), not
-    again by each of the run's two actions over the marked rows (its figures and its write)."""
+    again by each of the run's two actions over the marked rows (its figures and its write); not under dynamic
+    allocation, which removes executors with the checkpoint's blocks (a lost executor fails the run, which a re-run
+    redoes exactly once)."""
     if not by_ids:
         return _marked_exactly(changes, existing)
     hashed = changes.withColumn("_h", F.xxhash64("event_id"))
@@ -156,7 +158,8 @@ def mark_duplicates(changes: DataFrame, existing: DataFrame | None, by_ids: bool
     if existing is not None:
         known = existing.select(F.xxhash64("event_id").alias("_h"))
         suspects = suspects.unionByName(ids.join(known, "_h", "left_semi")).distinct()
-    suspects = suspects.localCheckpoint()
+    if changes.sparkSession.conf.get("spark.dynamicAllocation.enabled", "false").lower() != "true":
+        suspects = suspects.localCheckpoint()
     if existing is not None:
         existing = existing.join(F.broadcast(suspects), F.xxhash64("event_id") == F.col("_h"), "left_semi")
     clear = hashed.join(F.broadcast(suspects), "_h", "left_anti").withColumn("_dup", F.lit(False))
