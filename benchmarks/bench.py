@@ -47,6 +47,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import baselines
 import memory as reader_memory
@@ -164,16 +165,9 @@ def warm_up(spark, vf: str, root: Path, files: list[str], scratch: Path) -> None
     hand-written pipeline's warm-up does for its own."""
     baselines.copy_floor(spark, files, str(scratch / "warm-copy"), vf in BINARY | PARQUET)
     smallest = min(files, key=os.path.getsize)
-    saved = os.environ.get("CDCNORM_SMALL_RUN_BYTES")
-    os.environ["CDCNORM_SMALL_RUN_BYTES"] = "0"
-    try:
+    with mock.patch.dict(os.environ, {"CDCNORM_SMALL_RUN_BYTES": "0"}):
         for path in ("python", "jvm") if vf in JVM_PATH else ("python",):
             normalize(spark, vf, root, [smallest], str(scratch / f"warm-lake-{path}"), path)
-    finally:
-        if saved is None:
-            os.environ.pop("CDCNORM_SMALL_RUN_BYTES")
-        else:
-            os.environ["CDCNORM_SMALL_RUN_BYTES"] = saved
     if vf == "datastream-json":
         baselines.handwritten_datastream_json(spark, [smallest], str(scratch / "warm-hw"), True)
 

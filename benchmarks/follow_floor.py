@@ -104,8 +104,8 @@ def _decode_and_write(spark, paths: list[str], write: Callable[[Any], Any], deco
     staging (the files' frame, the first pass and the decode on `decode_path`, as a small run)."""
     from cdcnorm.adapters import get_adapter
     from cdcnorm.ingest.first_pass import first_pass
-    from cdcnorm.ingest.jvm_decode import decode_files_jvm
-    from cdcnorm.ingest.sources import decode_files, files_frame
+    from cdcnorm.ingest.jvm_decode import decode_listed
+    from cdcnorm.ingest.sources import files_frame
     from cdcnorm.runtime.fs import FileEntry
     from cdcnorm.runtime.small_runs import planned_for
 
@@ -113,9 +113,7 @@ def _decode_and_write(spark, paths: list[str], write: Callable[[Any], Any], deco
     adapter = get_adapter("datastream", {"stream": f"bench-{follow_batch.VF}", "decode_path": decode_path})
     with planned_for(spark, sum(f.size for f in files)):
         frame = files_frame(spark, files)
-        adapter = adapter.prepare(first_pass(adapter, frame, "files", None))
-        jvm = adapter.jvm_decode()
-        return write(decode_files_jvm(frame, adapter, jvm) if jvm is not None else decode_files(frame, adapter))
+        return write(decode_listed(frame, adapter.prepare(first_pass(adapter, frame, "files", None))))
 
 
 def paths_text(spark, folder: str, out: str, jvm: bool = False) -> None:

@@ -37,7 +37,7 @@ from cdcnorm.canonical.emit import ARROW_SCHEMA, KIND_LINE, LINE, BatchBuilder, 
 from cdcnorm.canonical.emit import Bookkeeping as B
 from cdcnorm.canonical.record import SchemaColumn, SchemaVersion
 from cdcnorm.containers.json_lines import split_json_lines
-from cdcnorm.ingest.sources import decode_one_file, fewer_collections
+from cdcnorm.ingest.sources import decode_files, decode_one_file, fewer_collections
 from cdcnorm.runtime.fs import open_input
 
 JVM_RULE = "jvm"
@@ -52,6 +52,13 @@ def line_schema() -> T.StructType:
 
 
 _LINE_ARROW = pa.schema([*ARROW_SCHEMA, pa.field(LINE, pa.binary())])
+
+
+def decode_listed(files: DataFrame, adapter: Adapter) -> DataFrame:
+    """Decode the listed files on the adapter's Spark-expression path when it offers one for its options
+    (`Adapter.jvm_decode`), else with the Python decoder (cdcnorm.ingest.sources.decode_files)."""
+    jvm = adapter.jvm_decode()
+    return decode_files_jvm(files, adapter, jvm) if jvm is not None else decode_files(files, adapter)
 
 
 def decode_files_jvm(files: DataFrame, adapter: Adapter, jvm: JvmDecode) -> DataFrame:

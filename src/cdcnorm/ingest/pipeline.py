@@ -35,7 +35,7 @@ from cdcnorm.canonical.schema import (
 from cdcnorm.errors import CdcError, UsageError
 from cdcnorm.ingest.figures import aggregate_figures
 from cdcnorm.ingest.first_pass import first_pass
-from cdcnorm.ingest.jvm_decode import JVM_RULE, decode_files_jvm
+from cdcnorm.ingest.jvm_decode import JVM_RULE, decode_listed
 from cdcnorm.ingest.listing import EMPTY_PARTS, Listing, empty_frames, known_only
 from cdcnorm.ingest.pairing import (
     DEFAULT_PAIR_MEMORY_DAYS,
@@ -56,7 +56,7 @@ from cdcnorm.ingest.pairing import balanced as pairs_balanced
 from cdcnorm.ingest.pairing import compact as compact_halves
 from cdcnorm.ingest.pairing import needed as pairing_needed
 from cdcnorm.ingest.schema_rows import from_text, new_schema_texts, schema_rows, to_arrow
-from cdcnorm.ingest.sources import decode_files, decode_messages, files_frame, prepare_messages
+from cdcnorm.ingest.sources import decode_messages, files_frame, prepare_messages
 from cdcnorm.lake.commit import open_lake, stage_and_commit, staged_rows
 from cdcnorm.lake.dedup import (
     MARK_BY_IDS_ROWS,
@@ -196,8 +196,7 @@ def _normalize(source: Any, vendor: str | Adapter | None, spark: SparkSession, o
         with planned_for(spark, sum(f.size for f in listing.files)):
             frame = files_frame(spark, listing.files)
             adapter = adapter.prepare(first_pass(adapter, frame, kind, lake_obj))
-            jvm = adapter.jvm_decode()
-            decoded = decode_files_jvm(frame, adapter, jvm) if jvm is not None else decode_files(frame, adapter)
+            decoded = decode_listed(frame, adapter)
             return _decode_and_finish(decoded, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind,
                                       inputs, listing, skipped, dedup_window_days, pair_wait, pair_memory)
     return _decode_and_finish(decoded, adapter, spark, say, resolves, run_id, started, lake_obj, lake, kind, inputs,

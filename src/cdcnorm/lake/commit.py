@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdcnorm.errors import LakeError
 from cdcnorm.lake.dedup import DedupScope, may_hold
-from cdcnorm.lake.delta.files import write_arrow, write_files
+from cdcnorm.lake.delta.files import write_arrow
 from cdcnorm.lake.delta.read import read_files
 from cdcnorm.lake.delta.table import Conflict, DeltaTableRef, add_action, add_dict
 from cdcnorm.lake.store import Lake
@@ -87,8 +87,7 @@ def stage(lk: Lake, run_id: str, frames: dict[str, DataFrame | pa.Table | None])
         if isinstance(frame, pa.Table):  # rows the driver holds (metadata): one file, no Spark job
             adds[name] = write_arrow(lk.spark, frame, lk.table(name), f"run={run_id}", spec.stats)
         else:
-            adds[name] = write_files(frame, lk.table(name), f"run={run_id}", spec.stats, spec.sort_by,
-                                     plain_columns=spec.plain)
+            adds[name] = spec.write(frame, lk.table(name), f"run={run_id}")
     crash_point("written")
     return adds
 
@@ -201,9 +200,8 @@ def _recheck(lk: Lake, p: Pending, handle) -> bool:
         p.read_version = handle.version()
         return False
     attempt = f"run={p.run_id}.{secrets.token_hex(3)}"
-    spec = lk.specs["changes"]
     kept = mine_rows.join(other_ids, "event_id", "left_anti")
-    new_adds = write_files(kept, table, attempt, spec.stats, spec.sort_by, plain_columns=spec.plain)
+    new_adds = lk.specs["changes"].write(kept, table, attempt)
     p.adds["changes"] = [add_dict(a) for a in new_adds]
     p.attempts.append(attempt)
     p.read_version = handle.version()

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column
+from deltalake.transaction import AddAction
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from cdcnorm.canonical.emit import decoded_schema
 from cdcnorm.canonical.schema import canonical_schema, quarantine_schema, schema_versions_schema
+from cdcnorm.lake.delta.files import write_files
+from cdcnorm.lake.delta.table import DeltaTableRef
 
 SOURCE_DAY = "source_day"
 STAGING = "_staging"
@@ -36,6 +39,11 @@ class TableSpec:
     plain: tuple[str, ...] = ()
     """columns (Parquet paths) whose values are nearly all distinct: written without a dictionary, which Parquet
     would build for every column chunk and then give up on (docs/benchmarks.md, "Parquet dictionaries")"""
+
+    def write(self, frame: DataFrame, table: DeltaTableRef, prefix: str,
+              max_records_per_file: int | None = None) -> list[AddAction]:
+        """Write `frame` as data files of `table` laid out as this spec says (statistics, sort, plain columns)."""
+        return write_files(frame, table, prefix, self.stats, self.sort_by, max_records_per_file, self.plain)
 
 
 def runs_schema() -> StructType:

@@ -29,7 +29,6 @@ import orjson
 from cdcnorm.errors import LakeError
 from cdcnorm.lake.admin.check import COMPACT_PREFIX
 from cdcnorm.lake.commit import INTENTS, STAGED_TABLES, append_run_rows, complete_pending, run_app
-from cdcnorm.lake.delta.files import write_files
 from cdcnorm.lake.delta.read import read_files
 from cdcnorm.lake.delta.table import rewrite
 from cdcnorm.lake.store import Lake, new_run_id, reported_files
@@ -120,8 +119,7 @@ def compact_table(lk: Lake, name: str, work: TableWork, small: int, target: int)
     frame = read_files(lk.spark, ref, [f["uri"] for f in chosen])
     frame = frame.repartition(*ref.partition_by) if ref.partition_by else frame.repartition(1)
     per_file = max(1, math.ceil(rows * target / max(size, 1)))
-    written = write_files(frame, ref, f"{COMPACT_PREFIX}{new_run_id()}", spec.stats, spec.sort_by, per_file,
-                          spec.plain)
+    written = spec.write(frame, ref, f"{COMPACT_PREFIX}{new_run_id()}", per_file)
     if sum(int(orjson.loads(a.stats)["numRecords"]) for a in written) != rows:
         raise LakeError(f"Compaction of {ref.uri} wrote a different number of rows than it read; nothing was "
                         "committed (the written files are unreferenced and will be vacuumed).")
