@@ -1,10 +1,11 @@
 """Where a run executes: the Spark session, small-run planning, the JVM class archive, the Python workers'
-launcher and file systems.
+launcher, file systems and the lookup of Spark's SQL functions.
 
 - :mod:`~cdcnorm.runtime.session`: `get_spark`, the embedded or submitted session;
 - :mod:`~cdcnorm.runtime.small_runs`: plans and JVM options for small inputs;
 - :mod:`~cdcnorm.runtime.jvm_archive`: the JVM's class-data-sharing archive of Spark's classes;
 - :mod:`~cdcnorm.runtime.worker_python`: the launcher of Spark's Python workers;
 - :mod:`~cdcnorm.runtime.fs`: listing and opening input on local disks and object stores (Hadoop, fsspec);
-- :mod:`~cdcnorm.runtime.user_cache`: the user's cache folder.
+- :mod:`~cdcnorm.runtime.user_cache`: the user's cache folder;
+- :mod:`~cdcnorm.runtime.jvm_functions`: PySpark's function lookup, kept per session.
 """
