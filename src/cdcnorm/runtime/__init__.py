@@ -1,5 +1,5 @@
 """Where a run executes: the Spark session, small-run planning, the JVM class archive, the Python workers'
-launcher, file systems and the lookup of Spark's SQL functions.
+launcher, file systems and Py4J's lookups of JVM classes and methods.
 
 - :mod:`~cdcnorm.runtime.session`: `get_spark`, the embedded or submitted session;
 - :mod:`~cdcnorm.runtime.small_runs`: plans and JVM options for small inputs;
@@ -7,5 +7,5 @@ launcher, file systems and the lookup of Spark's SQL functions.
 - :mod:`~cdcnorm.runtime.worker_python`: the launcher of Spark's Python workers;
 - :mod:`~cdcnorm.runtime.fs`: listing and opening input on local disks and object stores (Hadoop, fsspec);
 - :mod:`~cdcnorm.runtime.user_cache`: the user's cache folder;
-- :mod:`~cdcnorm.runtime.jvm_functions`: PySpark's function lookup, kept per session.
+- :mod:`~cdcnorm.runtime.jvm_lookups`: Py4J's lookups of JVM classes and methods, kept.
 """
