@@ -20,7 +20,7 @@ def _round_trips(monkeypatch, make) -> list[str]:
 
 
 def test_a_function_call_is_one_round_trip_once_looked_up(spark, monkeypatch):
-    assert JVMView.__getattr__ is jvm_lookups._view_attr  # installed by cdcnorm.runtime.session
+    assert JVMView.__getattr__ is jvm_lookups._view_attr  # installed on import of cdcnorm.runtime
     df = spark.range(1)
     F.col("warm"), df.select("id")
     assert _round_trips(monkeypatch, lambda: F.col("x")) == ["c z:org.apache.spark.sql.functions"]

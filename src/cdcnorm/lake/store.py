@@ -39,10 +39,7 @@ from cdcnorm.lake.delta.read import read_table
 from cdcnorm.lake.delta.table import DeltaTableRef, add_columns, delta_uri
 from cdcnorm.lake.lock import writer_lock
 from cdcnorm.lake.tables import TableSpec, run_of, specs
-from cdcnorm.runtime import jvm_lookups
 from cdcnorm.runtime.fs import HadoopFS
-
-jvm_lookups.install()  # readers of a lake (compare, cut-over, read_changes) build wide expressions too
 
 LAKE_FORMAT = 2
 MARKER = "_cdcnorm.json"

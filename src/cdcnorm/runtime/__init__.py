@@ -9,3 +9,9 @@ launcher, file systems and Py4J's lookups of JVM classes and methods.
 - :mod:`~cdcnorm.runtime.user_cache`: the user's cache folder;
 - :mod:`~cdcnorm.runtime.jvm_lookups`: Py4J's lookups of JVM classes and methods, kept.
 """
+
+from cdcnorm.runtime import jvm_lookups
+
+# Every cdcnorm module that reaches the JVM (the session, lake reads, normalize, apply, compare) imports a module of
+# this package: Py4J's lookups are kept from the first such import on.
+jvm_lookups.install()

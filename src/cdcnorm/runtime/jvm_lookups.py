@@ -22,35 +22,30 @@ _class_lookup = JavaClass.__getattr__
 _KEPT = "_cdcnorm_kept"
 
 
-def _kept(obj: Any) -> dict[str, Any]:
+def _kept_lookup(obj: Any, name: str, lookup: Any, keep: tuple[type, ...]) -> Any:
+    """`lookup(obj, name)`, its result kept on `obj` when it is one of `keep`."""
     kept = obj.__dict__.get(_KEPT)
     if kept is None:
         kept = obj.__dict__[_KEPT] = {}
-    return kept
+    found = kept.get(name)
+    if found is None:
+        found = lookup(obj, name)
+        if isinstance(found, keep):
+            kept[name] = found
+    return found
 
 
 def _view_attr(self: JVMView, name: str) -> Any:
     """`JVMView.__getattr__`, a class it resolves kept (`jvm.org.apache.spark.sql.functions`, `jvm.PythonUtils`)."""
-    kept = _kept(self)
-    found = kept.get(name)
-    if found is None:
-        found = _view_lookup(self, name)
-        if isinstance(found, JavaClass):
-            kept[name] = found
-    return found
+    return _kept_lookup(self, name, _view_lookup, (JavaClass,))
 
 
 def _class_attr(self: JavaClass, name: str) -> Any:
-    """`JavaClass.__getattr__`, a static method or inner class kept (a field's value is read each time)."""
-    if name.startswith("__") or name == _KEPT:
+    """`JavaClass.__getattr__`, a static method or inner class kept (a field's value is read each time; magic names
+    go to Py4J, which refuses them)."""
+    if name.startswith("__"):
         return _class_lookup(self, name)
-    kept = _kept(self)
-    found = kept.get(name)
-    if found is None:
-        found = _class_lookup(self, name)
-        if isinstance(found, JavaMember | JavaClass):
-            kept[name] = found
-    return found
+    return _kept_lookup(self, name, _class_lookup, (JavaMember, JavaClass))
 
 
 def install() -> None:
@@ -59,8 +54,3 @@ def install() -> None:
         JVMView.__getattr__ = _view_attr
         JavaClass.__getattr__ = _class_attr
 
-
-def uninstall() -> None:
-    """Py4J's own lookups again (tests compare the two)."""
-    JVMView.__getattr__ = _view_lookup
-    JavaClass.__getattr__ = _class_lookup

@@ -16,10 +16,7 @@ from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
-from cdcnorm.runtime import jvm_lookups
 from cdcnorm.runtime.worker_python import worker_python
-
-jvm_lookups.install()  # every cdcnorm entry point that touches Spark imports this module
 
 _DEFAULTS = {
     "spark.ui.enabled": "false",
