@@ -1,20 +1,22 @@
-"""What a normalize run costs when its decode costs nothing: the lake's share, against the hand-written pipeline.
+"""What a normalize run costs when its decode costs nothing: the lake's share, against the format's baseline.
 
 Why: the Datastream JSON target compares a whole `normalize` (decode, staging, the duplicate check against the lake,
-the reconciled report, sorted files, the Delta commits) with a hand-written `from_json` job. This benchmark decodes
-the workload once, untimed, into Arrow files, then times, alternating in one warm session:
+the reconciled report, sorted files, the Delta commits) with a hand-written `from_json` job, the Avro target with
+fastavro alone. This benchmark decodes the workload once, untimed, into Arrow files, then times, alternating in one
+warm session (each round runs the baseline first, then the two runs in turn, the order swapped every round):
 
-Each round runs the hand-written pipeline first, then the two runs in turn, the order swapped every round:
-
-- `handwritten`: the hand-written pipeline with dedup and a Delta commit (`baselines.handwritten_datastream_json`);
+- `baseline`: for Datastream JSON the hand-written pipeline with dedup and a Delta commit
+  (`baselines.handwritten_datastream_json`), for Datastream Avro fastavro alone (`baselines.fastavro_alone`);
 - `normalize`: `cdcnorm.normalize` as a user runs it (the Python decoder);
 - `replayed`: the same `normalize` with the decode replaced by a replay of the recorded Arrow batches (the same rows
   the decoder gives, read from local Arrow files in the same `mapInArrow` place), so everything else is what a run
   does: its CPU is the least any decode can bring a run to while the lake's protocol stays as it is.
 
-The reports of `normalize` and `replayed` must agree (rows written, outcomes), or the figure is not reported.
+The reports of `normalize` and `replayed` must agree (rows written, outcomes), or the figure is not reported. The
+last line gives each side's floor (its least CPU over the rounds) and the floors' ratios to the baseline's.
 
-    python benchmarks/decode_floor.py --changes 1000000 --files 16 --repeat 2
+    python benchmarks/decode_floor.py --changes 1000000 --files 16 --repeat 3
+    python benchmarks/decode_floor.py --format datastream-avro --changes 1000000 --files 10 --repeat 3
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import baselines  # noqa: E402
 import bench  # noqa: E402
 
-VF = "datastream-json"
+BASELINES = {"datastream-json": "the hand-written pipeline", "datastream-avro": "fastavro alone"}
 
 
 def _cache_name(cache: str, path: str) -> str:
@@ -49,12 +51,12 @@ def _cache_name(cache: str, path: str) -> str:
 
 def _record_file(args: tuple[str, str, dict[str, Any]]) -> int:
     """Decode one file with the Python decoder (as a run's task does) into an Arrow file; the rows it gave."""
-    cache, path, options = args
+    cache, path, vendor, options = args
     from cdcnorm.adapters import get_adapter
     from cdcnorm.canonical.emit import ARROW_SCHEMA, BatchBuilder
     from cdcnorm.ingest.sources import decode_one_file
 
-    adapter = get_adapter("datastream", options)
+    adapter = get_adapter(vendor, options)
     out = BatchBuilder()
     out.set_context(adapter.name, adapter.formats[0])
     rows = 0
@@ -93,53 +95,65 @@ def replayed_decode(cache: str):
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     bench.workload_args(p, 1_000_000, 16, "where the workload is generated and reused")
-    p.add_argument("--repeat", type=int, default=2, help="rounds of the three, alternating")
+    p.add_argument("--format", default="datastream-json", choices=sorted(BASELINES))
+    p.add_argument("--repeat", type=int, default=3, help="rounds of the three, alternating")
     p.add_argument("--master", default="local[*]")
     p.add_argument("--memory", default="4g", help="driver memory")
     args = p.parse_args(argv)
     work = Path(args.work)
-    root = bench.workload(work, VF, args.changes, args.tables, args.rows, args.seed, args.files)
-    files = bench.input_files(root, VF)
+    vf = args.format
+    from cdcnorm.simulate import VENDOR_FORMATS
+
+    root = bench.workload(work, vf, args.changes, args.tables, args.rows, args.seed, args.files)
+    files = bench.input_files(root, vf)
     scratch = work / "scratch" / "decode-floor"
     shutil.rmtree(scratch, ignore_errors=True)
     cache = scratch / "decoded"
     cache.mkdir(parents=True)
-    options = bench.options_for(VF, root)
+    options = bench.options_for(vf, root)
     t0 = time.perf_counter()
     with ProcessPoolExecutor(2) as pool:
-        recorded = sum(pool.map(_record_file, [(str(cache), f, options) for f in files]))
+        recorded = sum(pool.map(_record_file, [(str(cache), f, VENDOR_FORMATS[vf][0], options) for f in files]))
     print(f"{len(files)} files decoded once into {recorded:,} rows in {time.perf_counter() - t0:.1f} s", flush=True)
 
     spark = bench.spark_session(args.master, args.memory)
-    bench.warm_up(spark, VF, root, files, scratch / "warm")
+    bench.warm_up(spark, vf, root, files, scratch / "warm")
     with mock.patch("cdcnorm.ingest.pipeline.decode_listed", replayed_decode(str(cache))):
-        bench.normalize(spark, VF, root, [min(files, key=os.path.getsize)], str(scratch / "warm-replayed"))
+        bench.normalize(spark, vf, root, [min(files, key=os.path.getsize)], str(scratch / "warm-replayed"))
+    cores = spark.sparkContext.defaultParallelism
     rounds: list[dict[str, Any]] = []
     for r in range(args.repeat):
         res: dict[str, Any] = {"load": os.getloadavg()[0]}
-        hw_out = str(scratch / f"hw-{r}")
-        bench.measured(res, "handwritten", lambda out=hw_out: baselines.handwritten_datastream_json(
-            spark, files, out, True))
+        if vf == "datastream-json":
+            bench.measured(res, "baseline", lambda out=str(scratch / f"hw-{r}"): baselines.handwritten_datastream_json(
+                spark, files, out, True))
+        else:
+            bench.measured(res, "baseline", lambda: baselines.fastavro_alone(files, cores))
         reports: dict[str, dict[str, Any]] = {}
         for side in ("normalize", "replayed") if r % 2 == 0 else ("replayed", "normalize"):
             lake = str(scratch / f"lake-{side}-{r}")
             with mock.patch("cdcnorm.ingest.pipeline.decode_listed", replayed_decode(str(cache))) \
                     if side == "replayed" else contextlib.nullcontext():
                 reports[side] = bench.measured(res, side, lambda lake=lake: bench.normalize(
-                    spark, VF, root, files, lake)[1])
+                    spark, vf, root, files, lake)[1])
         own, rep = reports["normalize"], reports["replayed"]
         for key in ("rows_written", "outcomes", "records_read"):
             if own[key] != rep[key]:
                 raise SystemExit(f"the replayed run's {key} differs: {rep[key]} against {own[key]}")
         res["events"] = own["records_read"]
         rounds.append(res)
-        hw = res["handwritten_cpu"]
-        print(f"round {r + 1}: load {res['load']:.1f}; hand-written {res['handwritten_s']:.1f} s ({hw:.1f} CPU s); "
+        hw = res["baseline_cpu"]
+        print(f"round {r + 1}: load {res['load']:.1f}; {BASELINES[vf]} {res['baseline_s']:.1f} s ({hw:.1f} CPU s); "
               f"normalize {res['normalize_s']:.1f} s ({res['normalize_cpu']:.1f} CPU s: "
               f"{bench._fmt(res['normalize_cpu_by_process'])}) = {res['normalize_cpu'] / hw:.2f}x; replayed decode "
               f"{res['replayed_s']:.1f} s ({res['replayed_cpu']:.1f} CPU s: {bench._fmt(res['replayed_cpu_by_process'])})"
               f" = {res['replayed_cpu'] / hw:.2f}x", flush=True)
-    out = bench.save_results(work, "decode-floor", {"rounds": rounds, "changes": args.changes, "files": len(files)})
+    floor = {side: min(r[f"{side}_cpu"] for r in rounds) for side in ("baseline", "normalize", "replayed")}
+    print(f"{vf}, floors of {len(rounds)} rounds: {BASELINES[vf]} {floor['baseline']:.1f} CPU s; normalize "
+          f"{floor['normalize']:.1f} = {floor['normalize'] / floor['baseline']:.2f}x; decode replayed "
+          f"{floor['replayed']:.1f} = {floor['replayed'] / floor['baseline']:.2f}x", flush=True)
+    out = bench.save_results(work, "decode-floor", {"format": vf, "rounds": rounds, "floors": floor,
+                                                    "changes": args.changes, "files": len(files)})
     print(json.dumps({"saved": str(out)}))
     shutil.rmtree(scratch, ignore_errors=True)
     return 0
