@@ -49,8 +49,9 @@ def _cache_name(cache: str, path: str) -> str:
     return os.path.join(cache, hashlib.sha1(path.encode()).hexdigest() + ".arrow")
 
 
-def _record_file(args: tuple[str, str, dict[str, Any]]) -> int:
-    """Decode one file with the Python decoder (as a run's task does) into an Arrow file; the rows it gave."""
+def _record_file(args: tuple[str, str, str, dict[str, Any]]) -> int:
+    """Decode one file (cache folder, path, vendor, options) with the Python decoder, as a run's task does, into an
+    Arrow file; the rows it gave."""
     cache, path, vendor, options = args
     from cdcnorm.adapters import get_adapter
     from cdcnorm.canonical.emit import ARROW_SCHEMA, BatchBuilder
