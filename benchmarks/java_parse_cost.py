@@ -33,19 +33,21 @@ import bench  # noqa: E402
 from jvm_decode_pieces import cpu_per_row  # noqa: E402
 
 FORMAT = "datastream-json"
-SOURCE = Path(__file__).resolve().parent / "java" / "DatastreamLine.java"
+SOURCES = Path(__file__).resolve().parent / "java"
 LINE_FIELDS = ("uuid", "read_ts", "source_ts", "object", "read_method", "stream", "schema_key", "table", "database",
                "schema", "change_type", "log_file")
 
 
 def build_jar(out: Path) -> Path:
-    """Compile the UDF against pyspark's jars (Spark's Jackson and UDF interfaces) into `out/line.jar`."""
+    """Compile the measured UDFs (`benchmarks/java/*.java`) against pyspark's jars (Spark's UDF interfaces, its
+    Jackson and Avro libraries) into `out/measured.jar`."""
     import pyspark
 
     jars = os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")
     classes = out / "classes"
-    subprocess.run(["javac", "-nowarn", "-cp", jars, "-d", str(classes), str(SOURCE)], check=True)
-    jar = out / "line.jar"
+    subprocess.run(["javac", "-nowarn", "-cp", jars, "-d", str(classes), *map(str, sorted(SOURCES.glob("*.java")))],
+                   check=True)
+    jar = out / "measured.jar"
     subprocess.run(["jar", "cf", str(jar), "-C", str(classes), "."], check=True)
     return jar
 
