@@ -16,37 +16,20 @@ Usage: python benchmarks/java_avro_cost.py [--changes 100000] [--files 10] [--wo
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import tempfile
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
 
 import baselines  # noqa: E402
-import bench  # noqa: E402
-from java_parse_cost import build_jar  # noqa: E402
+from java_parse_cost import run_measured  # noqa: E402
 from jvm_decode_pieces import cpu_per_row  # noqa: E402
 
 FORMAT = "datastream-avro"
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    bench.workload_args(p, 100_000, 10, "cache of generated data (shared with make bench)")
-    p.add_argument("--repeat", type=int, default=3)
-    args = p.parse_args(argv)
-    root = bench.workload(Path(args.work), FORMAT, args.changes, args.tables, args.rows, args.seed, args.files)
-    files = bench.input_files(root, FORMAT)
-    with tempfile.TemporaryDirectory() as tmp:
-        jar = build_jar(Path(tmp))
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        from cdcnorm.runtime.session import get_spark
-
-        spark = get_spark("local[*]", app_name="java-avro-cost", quiet=True,
-                          conf={"spark.driver.memory": "4g", "spark.driver.extraClassPath": str(jar)})
-        measure(spark, files, args.repeat)
+    run_measured(argv, __doc__, FORMAT, measure)
 
 
 def measure(spark, files: list[str], repeat: int) -> None:

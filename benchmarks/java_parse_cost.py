@@ -24,7 +24,9 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -61,21 +63,27 @@ def line_type():
                          T.StructField("kinds", T.StringType()), T.StructField("widened", T.BooleanType())])
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def run_measured(argv: list[str] | None, doc: str, fmt: str, measure: Callable[[Any, list[str], int], None]) -> None:
+    """Parse a Java-UDF benchmark's options, generate (or reuse) the workload of `fmt`, compile the UDFs and start a
+    session with them on the driver's class path, then `measure(spark, files, repeat)`."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     bench.workload_args(p, 100_000, 10, "cache of generated data (shared with make bench)")
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args(argv)
-    root = bench.workload(Path(args.work), FORMAT, args.changes, args.tables, args.rows, args.seed, args.files)
-    files = bench.input_files(root, FORMAT)
+    root = bench.workload(Path(args.work), fmt, args.changes, args.tables, args.rows, args.seed, args.files)
+    files = bench.input_files(root, fmt)
     with tempfile.TemporaryDirectory() as tmp:
         jar = build_jar(Path(tmp))
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         from cdcnorm.runtime.session import get_spark
 
-        spark = get_spark("local[*]", app_name="java-parse-cost", quiet=True,
+        spark = get_spark("local[*]", app_name=f"java-cost-{fmt}", quiet=True,
                           conf={"spark.driver.memory": "4g", "spark.driver.extraClassPath": str(jar)})
         measure(spark, files, args.repeat)
+
+
+def main(argv: list[str] | None = None) -> None:
+    run_measured(argv, __doc__, FORMAT, measure)
 
 
 def measure(spark, files: list[str], repeat: int) -> None:
