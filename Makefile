@@ -33,6 +33,8 @@ e2e-large: check-java $(STAMP)
 
 bench: check-java $(STAMP)
 	$(PY) benchmarks/bench.py $(BENCH_ARGS)
+	$(PY) benchmarks/decode_floor.py $(DECODE_FLOOR_ARGS)
+	$(PY) benchmarks/decode_floor.py --format datastream-avro --files 10 $(DECODE_FLOOR_ARGS)
 	$(PY) benchmarks/lake_dedup.py $(DEDUP_ARGS)
 	$(PY) benchmarks/apply_incremental.py $(APPLY_ARGS)
 	$(PY) benchmarks/follow_batch.py $(FOLLOW_ARGS)
