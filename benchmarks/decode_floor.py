@@ -50,19 +50,17 @@ def _cache_name(cache: str, path: str) -> str:
 
 
 def _record_file(args: tuple[str, str, str, dict[str, Any]]) -> int:
-    """Decode one file (cache folder, path, vendor, options) with the Python decoder, as a run's task does, into an
-    Arrow file; the rows it gave."""
+    """Decode one file (cache folder, path, vendor, options) with the function a run's decode task runs
+    (`cdcnorm.ingest.sources._FileDecoder`, as `decode_kernel.py` does) into an Arrow file; the rows it gave."""
     cache, path, vendor, options = args
     from cdcnorm.adapters import get_adapter
-    from cdcnorm.canonical.emit import ARROW_SCHEMA, BatchBuilder
-    from cdcnorm.ingest.sources import decode_one_file
+    from cdcnorm.canonical.emit import ARROW_SCHEMA
+    from cdcnorm.ingest.sources import _FileDecoder
 
-    adapter = get_adapter(vendor, options)
-    out = BatchBuilder()
-    out.set_context(adapter.name, adapter.formats[0])
+    paths = pa.record_batch({"path": pa.array([path], pa.string()), "size": pa.array([0], pa.int64())})
     rows = 0
     with pa.OSFile(_cache_name(cache, path), "wb") as sink, pa.ipc.new_file(sink, ARROW_SCHEMA) as writer:
-        for batch in decode_one_file(adapter, path, out):
+        for batch in _FileDecoder(get_adapter(vendor, options))(iter([paths])):
             writer.write_batch(batch)
             rows += batch.num_rows
     return rows
@@ -83,14 +81,15 @@ class Replay:
                         yield reader.get_batch(i)
 
 
-def replayed_decode(cache: str):
+def replaying(cache: str) -> Any:
+    """A context in which `normalize` replays the recorded batches in place of its decode."""
     from cdcnorm.canonical.emit import decoded_schema
 
     def decode(files, adapter):
         del adapter
         return files.mapInArrow(Replay(cache), decoded_schema())
 
-    return decode
+    return mock.patch("cdcnorm.ingest.pipeline.decode_listed", decode)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,10 +106,9 @@ def main(argv: list[str] | None = None) -> int:
 
     root = bench.workload(work, vf, args.changes, args.tables, args.rows, args.seed, args.files)
     files = bench.input_files(root, vf)
-    scratch = work / "scratch" / "decode-floor"
-    shutil.rmtree(scratch, ignore_errors=True)
+    scratch = bench.fresh_scratch(work, "decode-floor")
     cache = scratch / "decoded"
-    cache.mkdir(parents=True)
+    cache.mkdir()
     options = bench.options_for(vf, root)
     t0 = time.perf_counter()
     with ProcessPoolExecutor(2) as pool:
@@ -119,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = bench.spark_session(args.master, args.memory)
     bench.warm_up(spark, vf, root, files, scratch / "warm")
-    with mock.patch("cdcnorm.ingest.pipeline.decode_listed", replayed_decode(str(cache))):
+    with replaying(str(cache)):
         bench.normalize(spark, vf, root, [min(files, key=os.path.getsize)], str(scratch / "warm-replayed"))
     cores = spark.sparkContext.defaultParallelism
     rounds: list[dict[str, Any]] = []
@@ -133,8 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         reports: dict[str, dict[str, Any]] = {}
         for side in ("normalize", "replayed") if r % 2 == 0 else ("replayed", "normalize"):
             lake = str(scratch / f"lake-{side}-{r}")
-            with mock.patch("cdcnorm.ingest.pipeline.decode_listed", replayed_decode(str(cache))) \
-                    if side == "replayed" else contextlib.nullcontext():
+            with replaying(str(cache)) if side == "replayed" else contextlib.nullcontext():
                 reports[side] = bench.measured(res, side, lambda lake=lake: bench.normalize(
                     spark, vf, root, files, lake)[1])
         own, rep = reports["normalize"], reports["replayed"]

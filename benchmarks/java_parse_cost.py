@@ -11,8 +11,8 @@ of `--repeat` noop writes after one untimed), beside:
 - `from_json (hand-written schema)`: the hand-written pipeline's parse (benchmarks/baselines.py);
 - `java line read + parse_json + sha2`: the read, the image parsed from the payload text and a SHA-256 over the id
   members (what the hand-written pipeline does after its parse);
-- `decode_files (Python)` and `decode_files_jvm`: cdcnorm's two decoders over the same files (origins, ids,
-  schema versions: more than a parse), for scale.
+- `decode_files (Python)` and `decode_files_jvm` (`decode_listed` with `decode_path: jvm`): cdcnorm's two decoders
+  over the same files (origins, ids, schema versions: more than a parse), for scale.
 
 Usage: python benchmarks/java_parse_cost.py [--changes 100000] [--files 10] [--work .bench] [--repeat 3]
 """
@@ -90,7 +90,7 @@ def measure(spark, files: list[str], repeat: int) -> None:
     from pyspark.sql import functions as F
 
     from cdcnorm.adapters import get_adapter
-    from cdcnorm.ingest import jvm_decode
+    from cdcnorm.ingest.jvm_decode import decode_listed
     from cdcnorm.ingest.sources import decode_files
 
     spark.udf.registerJavaFunction("datastream_line", "cdcnorm.bench.DatastreamLine", line_type())
@@ -107,8 +107,8 @@ def measure(spark, files: list[str], repeat: int) -> None:
             F.sha2(F.concat_ws("|", "d.stream", "d.table", "d.change_type", "d.log_file",
                                F.col("d.log_position").cast("string"), F.array_join("d.pks", ",")), 256)),
         "decode_files (Python)": decode_files(listed, get_adapter("datastream", {"stream": f"bench-{FORMAT}"})),
-        "decode_files_jvm": jvm_decode.decode_files_jvm(listed, adapter := get_adapter(
-            "datastream", {"decode_path": "jvm", "stream": f"bench-{FORMAT}"}), adapter.jvm_decode()),
+        "decode_files_jvm": decode_listed(listed, get_adapter("datastream", {"decode_path": "jvm",
+                                                                            "stream": f"bench-{FORMAT}"})),
     }
     print(f"{FORMAT}: {rows:,} lines in {len(files)} files ({unread} the Java read gave back), load "
           f"{os.getloadavg()[0]:.1f}", flush=True)
